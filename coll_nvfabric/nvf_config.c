@@ -1,0 +1,106 @@
+/*
+ * nvf_config.c: the engine's default tunables, their validation, and parsing of the textual
+ * ones. mca/coll_nvfabric_params.c registers each field as an MCA parameter initialised from
+ * these defaults; this file must not know about MCA.
+ */
+#include "nvf.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+void nvf_config_init_defaults(nvf_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->verbose = 0;
+    cfg->host_mode = NVF_HOST_AUTO;
+    cfg->host_auto_min_bytes = 0;
+    cfg->virtual_node_size = 0;
+    cfg->one_shot_max_bytes = 16384;
+    cfg->shm_block_bytes = 262144;
+    cfg->shm_nsets = 4;
+    cfg->pipeline_depth = 2;
+    cfg->spin_before_yield = 64;
+    cfg->inter_enable = true;
+    cfg->inter_rd_max_bytes = 65536;
+    cfg->inter_slot_bytes = 262144;
+    cfg->intra_alpha_us = 0.5;
+    cfg->intra_bw_gbs = 8.0;
+    cfg->inter_alpha_us = 5.0;
+    cfg->inter_bw_gbs = 2.0;
+    cfg->reduce_bw_gbs = 8.0;
+    cfg->cuda_enable = true;
+}
+
+#define NVF_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            snprintf(err, errlen, __VA_ARGS__);                                                    \
+            return NVF_ERR_INVALID;                                                                \
+        }                                                                                          \
+    } while (0)
+
+nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errlen)
+{
+    NVF_CHECK(cfg->verbose >= 0, "verbose=%d: must be >= 0", cfg->verbose);
+    NVF_CHECK(cfg->host_mode == NVF_HOST_AUTO || cfg->host_mode == NVF_HOST_ON ||
+                  cfg->host_mode == NVF_HOST_OFF,
+              "host: must be auto, on or off");
+    NVF_CHECK(cfg->virtual_node_size >= 0,
+              "virtual_node_size=%d: must be 0 (off) or a number of ranks per virtual node",
+              cfg->virtual_node_size);
+    NVF_CHECK(cfg->shm_block_bytes >= 4096 && cfg->shm_block_bytes <= ((size_t)1 << 30),
+              "shm_block_size=%zu: must be between 4096 and 1073741824 bytes",
+              cfg->shm_block_bytes);
+    NVF_CHECK(cfg->one_shot_max_bytes <= cfg->shm_block_bytes,
+              "one_shot_max=%zu: must not exceed shm_block_size (%zu)", cfg->one_shot_max_bytes,
+              cfg->shm_block_bytes);
+    NVF_CHECK(cfg->shm_nsets >= 2 && cfg->shm_nsets <= 64, "shm_nsets=%d: must be 2..64",
+              cfg->shm_nsets);
+    NVF_CHECK(cfg->pipeline_depth >= 1 && cfg->pipeline_depth <= cfg->shm_nsets,
+              "pipeline_depth=%d: must be 1..shm_nsets (%d)", cfg->pipeline_depth, cfg->shm_nsets);
+    NVF_CHECK(cfg->spin_before_yield >= 0, "spin_before_yield=%d: must be >= 0",
+              cfg->spin_before_yield);
+    NVF_CHECK(cfg->inter_slot_bytes >= 4096 && cfg->inter_slot_bytes <= ((size_t)1 << 30),
+              "inter_slot_size=%zu: must be between 4096 and 1073741824 bytes",
+              cfg->inter_slot_bytes);
+    NVF_CHECK(cfg->intra_alpha_us >= 0 && cfg->inter_alpha_us >= 0,
+              "intra_alpha/inter_alpha: latencies must be >= 0 microseconds");
+    NVF_CHECK(cfg->intra_bw_gbs > 0 && cfg->inter_bw_gbs > 0 && cfg->reduce_bw_gbs > 0,
+              "intra_bw/inter_bw/reduce_bw: bandwidths must be > 0 GB/s");
+    return NVF_OK;
+}
+
+nvf_status_t nvf_parse_host_mode(const char *text, nvf_host_mode_t *mode)
+{
+    static const struct {
+        const char *word;
+        nvf_host_mode_t mode;
+    } words[] = {
+        {"auto", NVF_HOST_AUTO}, {"on", NVF_HOST_ON},     {"yes", NVF_HOST_ON},
+        {"true", NVF_HOST_ON},   {"1", NVF_HOST_ON},      {"off", NVF_HOST_OFF},
+        {"no", NVF_HOST_OFF},    {"false", NVF_HOST_OFF}, {"0", NVF_HOST_OFF},
+    };
+    if (text == NULL)
+        return NVF_ERR_INVALID;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (strcasecmp(text, words[i].word) == 0) {
+            *mode = words[i].mode;
+            return NVF_OK;
+        }
+    }
+    return NVF_ERR_INVALID;
+}
+
+const char *nvf_host_mode_name(nvf_host_mode_t mode)
+{
+    switch (mode) {
+    case NVF_HOST_AUTO:
+        return "auto";
+    case NVF_HOST_ON:
+        return "on";
+    case NVF_HOST_OFF:
+        return "off";
+    }
+    return "invalid";
+}

@@ -1,0 +1,28 @@
+/*
+ * nvf_reduce.h: host reduction loops over arrays of elements.
+ *
+ * The only place that turns a (type, op) pair into arithmetic on the host. Callers pass
+ * byte pointers and element counts; buffers either coincide exactly or do not overlap.
+ */
+#ifndef NVF_REDUCE_H
+#define NVF_REDUCE_H
+
+#include "nvf_dtype.h"
+#include <stddef.h>
+
+/* acc[i] = op(acc[i], x[i]) for i < count. acc and x must not overlap. */
+typedef void (*nvf_reduce_fn_t)(void *acc, const void *x, size_t count);
+/* out[i] = op(a[i], b[i]). out may be a itself; otherwise no two of them overlap. */
+typedef void (*nvf_reduce3_fn_t)(void *out, const void *a, const void *b, size_t count);
+
+/* NULL when the pair is not supported (see nvf_op_supported). */
+nvf_reduce_fn_t nvf_reduce_fn(nvf_dtype_t dt, nvf_op_t op);
+nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op);
+
+/* out = src[0] op src[1] op ... op src[n-1], in that order (a fixed order: every caller that
+ * passes the same inputs gets the same bits). out may equal src[0]; n >= 1. Works in
+ * cache-sized pieces so that the partial result stays in L1 while the inputs stream. */
+void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
+                     size_t count);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * coll_nvfabric_allreduce.c: the MPI_Allreduce entry point, the hot path.
+ *
+ * Classify the call (count, datatype, op, memory); hand it to the engine or to the saved
+ * previous module; count what happened. Every decision taken here before the engine runs
+ * depends only on arguments that MPI requires to be the same on every rank (count, datatype,
+ * op) and on parameters, so all ranks take the same branch. Setup, verbose text and help
+ * messages live elsewhere.
+ */
+#include "coll_nvfabric.h"
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/output.h"
+
+#include <stdint.h>
+
+static int nvfabric_delegate(mca_coll_nvfabric_module_t *m, mca_coll_nvfabric_delegation_t why,
+                             const char *detail, const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             struct ompi_communicator_t *comm, size_t bytes)
+{
+    mca_coll_nvfabric_counters_t *k = &mca_coll_nvfabric_component.counters;
+    atomic_fetch_add_explicit(&k->calls_delegated, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->bytes_delegated, bytes, memory_order_relaxed);
+    if (!(m->delegations_seen & (1u << why)))
+        mca_coll_nvfabric_report_delegation(m, why, detail);
+    return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+}
+
+int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_nvfabric_module_t *m = (mca_coll_nvfabric_module_t *)module;
+    mca_coll_nvfabric_component_t *c = &mca_coll_nvfabric_component;
+
+    if (count <= 0)
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_COUNT_ZERO, NULL, sbuf, rbuf, count, dtype,
+                                 op, comm, 0);
+    nvf_dtype_t dt = mca_coll_nvfabric_classify_dtype(dtype);
+    if (dt == NVF_DTYPE_INVALID)
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_DTYPE, dtype->name, sbuf, rbuf, count, dtype,
+                                 op, comm, 0);
+    const size_t bytes = (size_t)count * nvf_dtype_size(dt);
+    nvf_op_t nop = mca_coll_nvfabric_classify_op(op);
+    if (nop == NVF_OP_INVALID || !mca_coll_nvfabric_op_allowed(dtype, nop) ||
+        !nvf_op_supported(dt, nop))
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_OP, NULL, sbuf, rbuf, count, dtype, op, comm,
+                                 bytes);
+
+    const void *in = (sbuf == MPI_IN_PLACE) ? NULL : sbuf;
+    nvf_memkind_t kind = nvf_memkind_classify(in, rbuf);
+    if (kind == NVF_MEM_HOST || kind == NVF_MEM_HOST_PINNED) {
+        if (c->cfg.host_mode == NVF_HOST_OFF)
+            return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_OFF, NULL, sbuf, rbuf, count, dtype,
+                                     op, comm, bytes);
+        if (c->cfg.host_mode == NVF_HOST_AUTO && bytes < c->cfg.host_auto_min_bytes)
+            return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_AUTO, NULL, sbuf, rbuf, count, dtype,
+                                     op, comm, bytes);
+    }
+
+    nvf_call_report_t rep = {0};
+    const char *why = NULL;
+    nvf_status_t st = nvf_allreduce(m->engine, in, rbuf, (size_t)count, dt, nop, kind, &rep, &why);
+    if (st == NVF_ERR_UNSUPPORTED)
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_ENGINE, why, sbuf, rbuf, count, dtype, op,
+                                 comm, bytes);
+    if (st != NVF_OK) {
+        opal_output(0, "coll:nvfabric: MPI_Allreduce on %s (%d x %s, %s) failed in the engine: %s",
+                    comm->c_name, count, nvf_dtype_name(dt), nvf_op_name(nop), nvf_status_str(st));
+        return OMPI_ERROR;
+    }
+
+    mca_coll_nvfabric_counters_t *k = &c->counters;
+    atomic_fetch_add_explicit(&k->calls_handled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->bytes_handled, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->predicted_ns, (unsigned long long)(rep.predicted_us * 1000.0),
+                              memory_order_relaxed);
+    if (rep.inter_ran)
+        atomic_fetch_add_explicit(&k->inter_calls, 1, memory_order_relaxed);
+    if (rep.device)
+        atomic_fetch_add_explicit(&k->cuda_calls, 1, memory_order_relaxed);
+    if (!m->announced)
+        mca_coll_nvfabric_report_first_call(m, &rep);
+    return OMPI_SUCCESS;
+}

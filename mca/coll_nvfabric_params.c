@@ -1,0 +1,137 @@
+/*
+ * coll_nvfabric_params.c: every MCA parameter of the component, registered here and nowhere
+ * else, with its one-line help. Defaults come from the engine (nvf_config_init_defaults).
+ * Values arrive as usual from --mca, OMPI_MCA_coll_nvfabric_* and parameter files; a bad value
+ * is reported once, clearly, and disables the component (programs keep running on the
+ * remaining coll components).
+ */
+#include "coll_nvfabric.h"
+
+#include "opal/mca/base/mca_base_var.h"
+
+#include <string.h>
+
+/* Default priority: above tuned (30), below self (75). */
+#define NVFABRIC_DEFAULT_PRIORITY 40
+
+/* Storage for size parameters: MCA has no size_t type in every version, use unsigned long. */
+static unsigned long nvf_host_auto_min, nvf_one_shot_max, nvf_shm_block, nvf_inter_rd_max,
+    nvf_inter_slot;
+
+static void reg_int(const char *name, const char *help, int *storage, int level)
+{
+    (void)mca_base_component_var_register(&mca_coll_nvfabric_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
+static void reg_size(const char *name, const char *help, unsigned long *storage, size_t dflt)
+{
+    *storage = (unsigned long)dflt;
+    (void)mca_base_component_var_register(&mca_coll_nvfabric_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL, 0, 0,
+                                          OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
+static void reg_double(const char *name, const char *help, double *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_nvfabric_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
+                                          OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
+static void reg_bool(const char *name, const char *help, bool *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_nvfabric_component.super.collm_version, name,
+                                          help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                          MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
+int mca_coll_nvfabric_register_params(void)
+{
+    mca_coll_nvfabric_component_t *c = &mca_coll_nvfabric_component;
+    nvf_config_t *cfg = &c->cfg;
+    nvf_config_init_defaults(cfg);
+
+    c->priority = NVFABRIC_DEFAULT_PRIORITY;
+    reg_int("priority", "Priority of coll/nvfabric (default 40: above tuned's 30); < 0 disables it",
+            &c->priority, OPAL_INFO_LVL_2);
+    reg_int("verbose",
+            "0 silent; 1 what the component chose per communicator and why each new kind of call "
+            "was delegated; 2 every plan; 3 debug",
+            &cfg->verbose, OPAL_INFO_LVL_2);
+
+    c->host_mode_text = (char *)nvf_host_mode_name(cfg->host_mode);
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "host",
+        "Take over MPI_Allreduce on host buffers: auto (where measured faster than Open MPI's own "
+        "module: from host_auto_min bytes), on (always), off (never)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->host_mode_text);
+    reg_size("host_auto_min",
+             "With host=auto: smallest host-buffer message (bytes) nvfabric takes over",
+             &nvf_host_auto_min, cfg->host_auto_min_bytes);
+    reg_int("virtual_node_size",
+            "Cut each host into virtual nodes of this many consecutive ranks (0 = off); makes the "
+            "inter-node stage run on one machine",
+            &cfg->virtual_node_size, OPAL_INFO_LVL_4);
+    reg_size("one_shot_max",
+             "Single-node messages up to this many bytes use the one-shot algorithm (every rank "
+             "reduces all inputs); larger use two-shot",
+             &nvf_one_shot_max, cfg->one_shot_max_bytes);
+    reg_size("shm_block_size",
+             "Bytes of one pipeline block per rank in the shared-memory segment (the chunk size)",
+             &nvf_shm_block, cfg->shm_block_bytes);
+    reg_int("shm_nsets", "Pipeline buffer sets in the shared-memory segment (2..64)",
+            &cfg->shm_nsets, OPAL_INFO_LVL_5);
+    reg_int("pipeline_depth", "Blocks in flight at once (1..shm_nsets)", &cfg->pipeline_depth,
+            OPAL_INFO_LVL_5);
+    reg_int("spin_before_yield",
+            "Polls of a flag before yielding the core (keeps oversubscribed runs moving)",
+            &cfg->spin_before_yield, OPAL_INFO_LVL_6);
+    reg_bool("inter", "Allow the UCX inter-node stage (false: multi-node calls are delegated)",
+             &cfg->inter_enable);
+    reg_size("inter_rd_max",
+             "Inter-node stage: recursive doubling up to this many bytes per rail, ring above",
+             &nvf_inter_rd_max, cfg->inter_rd_max_bytes);
+    reg_size("inter_slot_size", "Inter-node stage: bytes of one RDMA receive slot", &nvf_inter_slot,
+             cfg->inter_slot_bytes);
+    reg_double("intra_alpha", "Cost model: intra-node latency per step (microseconds)",
+               &cfg->intra_alpha_us);
+    reg_double("intra_bw", "Cost model: intra-node copy bandwidth per rank (GB/s)",
+               &cfg->intra_bw_gbs);
+    reg_double("inter_alpha", "Cost model: inter-node latency per message (microseconds)",
+               &cfg->inter_alpha_us);
+    reg_double("inter_bw", "Cost model: inter-node bandwidth per rail (GB/s)", &cfg->inter_bw_gbs);
+    reg_double("reduce_bw", "Cost model: host reduction throughput per rank (GB/s of input)",
+               &cfg->reduce_bw_gbs);
+    reg_bool("cuda", "Use the CUDA device stage when a driver and a GPU are present",
+             &cfg->cuda_enable);
+    return OMPI_SUCCESS;
+}
+
+/* Called at component open, after the MCA system has set the values. */
+int mca_coll_nvfabric_check_params(void)
+{
+    mca_coll_nvfabric_component_t *c = &mca_coll_nvfabric_component;
+    nvf_config_t *cfg = &c->cfg;
+    char err[200];
+
+    cfg->host_auto_min_bytes = nvf_host_auto_min;
+    cfg->one_shot_max_bytes = nvf_one_shot_max;
+    cfg->shm_block_bytes = nvf_shm_block;
+    cfg->inter_rd_max_bytes = nvf_inter_rd_max;
+    cfg->inter_slot_bytes = nvf_inter_slot;
+
+    if (nvf_parse_host_mode(c->host_mode_text, &cfg->host_mode) != NVF_OK) {
+        snprintf(err, sizeof(err), "host=%s: must be auto, on or off",
+                 c->host_mode_text ? c->host_mode_text : "(null)");
+    } else if (nvf_config_validate(cfg, err, sizeof(err)) == NVF_OK) {
+        c->disabled = false;
+        return OMPI_SUCCESS;
+    }
+    c->disabled = true;
+    snprintf(c->disabled_reason, sizeof(c->disabled_reason), "coll_nvfabric_%s", err);
+    mca_coll_nvfabric_show_help("bad-param", c->disabled_reason);
+    return OMPI_ERR_BAD_PARAM;
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Every datatype x op x count x in-place x communicator on 1 to 4 ranks, against each rank's own
+# sequential reduction, with the counters saying which path handled each call.
+. "$NVF_SRC/test/lib.sh"
+prog="$NVF_BUILD/test/mpi/conformance"
+level=full
+[ "$NVF_QUICK" = 1 ] && level=quick
+for np in 1 2 3 4; do
+    echo "== $np ranks, host=on (engine handles predefined calls)"
+    nvf_mpirun $np --mca coll_nvfabric_host on "$prog" --expect engine --level $level || nvf_fail "$np ranks, engine"
+done
+echo "== 4 ranks, host=off (everything on host buffers delegated)"
+nvf_mpirun 4 --mca coll_nvfabric_host off "$prog" --expect delegated --level quick || nvf_fail "host=off"
+echo "== 3 ranks, without nvfabric"
+nvf_mpirun 3 --mca coll ^nvfabric "$prog" --expect absent --level quick || nvf_fail "without nvfabric"
+echo ok

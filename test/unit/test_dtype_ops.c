@@ -1,0 +1,87 @@
+/*
+ * test_dtype_ops.c: every (datatype, op) pair of the host reduction loops against the tests'
+ * own sequential reference (test/common/nvf_ref.c).
+ *
+ * For each pair: the engine's table of valid pairs equals MPI's; then for several counts
+ * (around the engine's 8 KiB piece size too) and 1, 2 and 5 inputs, out of place and in place,
+ * every element of a poisoned output is compared with the reference. Random full-range inputs:
+ * the loops reduce in input order, so floating point must match bit for bit.
+ */
+#include "coll_nvfabric/nvf_dtype.h"
+#include "coll_nvfabric/nvf_reduce.h"
+#include "common/nvf_ref.h"
+#include "nvf_test.h"
+
+#include <string.h>
+
+static unsigned long long case_seed = 1;
+
+static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_place)
+{
+    size_t es = nvf_dtype_size(dt);
+    void *src[8], *ref = malloc(n * es), *out = malloc(n * es);
+    unsigned long long seed0 = case_seed;
+    for (int r = 0; r < nsrc; r++) {
+        src[r] = malloc(n * es);
+        nvf_ref_fill(dt, op, NVF_REF_RANDOM, src[r], n, case_seed++);
+    }
+    nvf_ref_reduce(dt, op, ref, src, nsrc, n);
+    void *first = src[0];
+    if (in_place) {
+        memcpy(out, src[0], n * es);
+        src[0] = out; /* the first input is read from the output buffer */
+    } else {
+        memset(out, 0xA5, n * es);
+    }
+    nvf_reduce_many(dt, op, out, (const void *const *)src, nsrc, n);
+    size_t bad = nvf_ref_first_diff(dt, out, ref, n, true);
+    if (bad < n) {
+        char got[96], want[96];
+        nvf_ref_format(dt, out, bad, got, sizeof(got));
+        nvf_ref_format(dt, ref, bad, want, sizeof(want));
+        CHECK(0, "%s %s n=%zu inputs=%d %s seed=%llu: element %zu is %s, expected %s",
+              nvf_dtype_name(dt), nvf_op_name(op), n, nsrc, in_place ? "in-place" : "out-of-place",
+              seed0, bad, got, want);
+    } else {
+        CHECK(1, "ok");
+    }
+    src[0] = first;
+    for (int r = 0; r < nsrc; r++)
+        free(src[r]);
+    free(ref);
+    free(out);
+}
+
+int main(void)
+{
+    const size_t counts[] = {1, 2, 3, 7, 31, 257, 1023, 1024, 1025, 2047, 2049, 8191, 12289, 40000};
+    const int nsrcs[] = {1, 2, 5};
+    int pairs = 0;
+    for (int d = 0; d < NVF_DTYPE_COUNT; d++) {
+        nvf_dtype_t dt = (nvf_dtype_t)d;
+        CHECK(nvf_dtype_size(dt) == nvf_ref_size(dt), "%s: engine size %zu, C size %zu",
+              nvf_dtype_name(dt), nvf_dtype_size(dt), nvf_ref_size(dt));
+        for (int o = 0; o < NVF_OP_COUNT; o++) {
+            nvf_op_t op = (nvf_op_t)o;
+            bool valid = nvf_ref_mpi_defines(dt, op);
+            CHECK(nvf_op_supported(dt, op) == valid, "%s %s: engine says %d, MPI says %d",
+                  nvf_dtype_name(dt), nvf_op_name(op), !valid, valid);
+            CHECK((nvf_reduce_fn(dt, op) != NULL) == valid, "%s %s: loop presence",
+                  nvf_dtype_name(dt), nvf_op_name(op));
+            if (!valid)
+                continue;
+            pairs++;
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                for (size_t s = 0; s < sizeof(nsrcs) / sizeof(nsrcs[0]); s++)
+                    for (int ip = 0; ip < 2; ip++)
+                        check_case(dt, op, nsrcs[s], counts[c], ip);
+        }
+    }
+    /* 8 integer types x 10 ops, 3 real x 4, bool x 3, 3 complex x 2, 6 pairs x 2 */
+    CHECK(pairs == 80 + 12 + 3 + 6 + 12, "pairs tested: %d", pairs);
+    CHECK(!nvf_op_supported(NVF_DTYPE_INVALID, NVF_OP_SUM), "invalid dtype accepted");
+    CHECK(!nvf_op_supported(NVF_DTYPE_INT32, NVF_OP_INVALID), "invalid op accepted");
+    CHECK(!nvf_op_supported_on_device(NVF_DTYPE_LONG_DOUBLE, NVF_OP_SUM), "long double on device");
+    CHECK(nvf_op_supported_on_device(NVF_DTYPE_FLOAT, NVF_OP_SUM), "float not on device");
+    return nvf_test_finish("test_dtype_ops");
+}
