@@ -1,15 +1,18 @@
 /*
- * nvf_comm.c: engine communicators (placeholder until the host stage lands: every call is
- * reported as unsupported, so mca/ delegates it).
+ * nvf_comm.c: engine communicators: creation, the lazy collective setup at the first call
+ * (topology, the node's shared-memory segment, the rail's UCX channels), teardown, and the
+ * entry point nvf_allreduce.
+ *
+ * Setup runs on every rank in the same call (mca/ takes the engine path on uniform arguments
+ * only) and ends with an exchange of every rank's status, so that either every rank has a
+ * working engine or every rank delegates, with the same reason.
  */
-#include "nvf.h"
+#include "nvf_internal.h"
+#include "nvf_log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
-
-struct nvf_comm {
-    nvf_config_t cfg;
-    nvf_oob_t oob;
-};
+#include <string.h>
 
 nvf_status_t nvf_comm_create(const nvf_config_t *cfg, const nvf_oob_t *oob, nvf_comm_t **out)
 {
@@ -18,20 +21,194 @@ nvf_status_t nvf_comm_create(const nvf_config_t *cfg, const nvf_oob_t *oob, nvf_
         return NVF_ERR_NOMEM;
     c->cfg = *cfg;
     c->oob = *oob;
+    c->state = NVF_SETUP_NONE;
     *out = c;
     return NVF_OK;
 }
 
-void nvf_comm_destroy(nvf_comm_t *comm)
+static void teardown(nvf_comm_t *c)
 {
-    free(comm);
+    if (c->have_rail)
+        nvf_rail_close(&c->rail);
+    c->have_rail = false;
+    if (c->shm.base != NULL)
+        nvf_shm_detach(&c->shm);
+    nvf_topo_free(&c->topo);
 }
 
-nvf_status_t nvf_allreduce(nvf_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
+void nvf_comm_destroy(nvf_comm_t *c)
+{
+    if (c == NULL)
+        return;
+    teardown(c);
+    free(c);
+}
+
+/* Every rank's status and reason; on any failure, the first failing rank's reason in c->why.
+ * Returns NVF_OK only if every rank succeeded. */
+typedef struct status_rec {
+    int32_t st;
+    char msg[124];
+} status_rec_t;
+
+static nvf_status_t agree(nvf_comm_t *c, nvf_status_t mine, const char *msg)
+{
+    status_rec_t me = {(int32_t)mine, ""};
+    snprintf(me.msg, sizeof(me.msg), "%s", mine == NVF_OK ? "" : msg);
+    status_rec_t *all = calloc((size_t)c->oob.size, sizeof(*all));
+    if (all == NULL) {
+        snprintf(c->why, sizeof(c->why), "out of memory during setup");
+        return NVF_ERR_NOMEM; /* every rank fails the same allocation or none: see below */
+    }
+    if (c->oob.allgather(c->oob.ctx, &me, all, sizeof(me)) != 0) {
+        free(all);
+        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+        return NVF_ERR_PEER;
+    }
+    nvf_status_t st = NVF_OK;
+    for (int r = 0; r < c->oob.size; r++) {
+        if (all[r].st != NVF_OK) {
+            snprintf(c->why, sizeof(c->why), "setup failed on rank %d: %s", r, all[r].msg);
+            st = (nvf_status_t)all[r].st;
+            break;
+        }
+    }
+    free(all);
+    return st;
+}
+
+typedef struct shm_rec {
+    char name[64];
+} shm_rec_t;
+
+static nvf_status_t setup(nvf_comm_t *c)
+{
+    char err[160] = "";
+    nvf_status_t st = NVF_OK;
+    const nvf_config_t *cfg = &c->cfg;
+
+    /* 1. who shares a host with whom */
+    char *keys = malloc((size_t)c->oob.size * NVF_HOST_KEY_LEN);
+    char key[NVF_HOST_KEY_LEN];
+    nvf_host_key(key);
+    if (keys == NULL || c->oob.allgather(c->oob.ctx, key, keys, NVF_HOST_KEY_LEN) != 0) {
+        free(keys);
+        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+        return NVF_ERR_PEER; /* allgather failures are collective errors */
+    }
+    st = nvf_topo_build(&c->topo, c->oob.rank, c->oob.size, keys, cfg->virtual_node_size);
+    free(keys);
+    if (st != NVF_OK)
+        snprintf(err, sizeof(err), "topology: %s", nvf_status_str(st));
+    const nvf_topo_t *t = &c->topo;
+    if (st == NVF_OK && t->local_size > NVF_MAX_LOCAL) {
+        st = NVF_ERR_UNSUPPORTED;
+        snprintf(err, sizeof(err), "%d ranks on one node (at most %d)", t->local_size,
+                 NVF_MAX_LOCAL);
+    }
+
+    /* 2. the node's segment: the first local rank creates it, the others map it, then it is
+     * unlinked (so that a crash leaves nothing behind) */
+    shm_rec_t rec = {""};
+    if (st == NVF_OK) {
+        if (t->local_size == 1)
+            st = nvf_shm_private(&c->shm, cfg->shm_nsets, cfg->shm_block_bytes, err, sizeof(err));
+        else if (t->local_rank == 0)
+            st = nvf_shm_create(&c->shm, t->local_size, cfg->shm_nsets, cfg->shm_block_bytes, err,
+                                sizeof(err));
+        if (st == NVF_OK && t->local_size > 1 && t->local_rank == 0)
+            snprintf(rec.name, sizeof(rec.name), "%s", c->shm.name);
+    }
+    shm_rec_t *recs = calloc((size_t)c->oob.size, sizeof(*recs));
+    if (recs == NULL || c->oob.allgather(c->oob.ctx, &rec, recs, sizeof(rec)) != 0) {
+        free(recs);
+        teardown(c);
+        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+        return NVF_ERR_PEER;
+    }
+    if (st == NVF_OK && t->local_size > 1 && t->local_rank != 0) {
+        const char *name = recs[nvf_topo_member(t, t->node, 0)].name;
+        if (name[0] == '\0') {
+            st = NVF_ERR_PEER;
+            snprintf(err, sizeof(err), "the node leader could not create its segment");
+        } else {
+            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets,
+                                cfg->shm_block_bytes, err, sizeof(err));
+        }
+    }
+    free(recs);
+    nvf_status_t all = agree(c, st, err);
+    nvf_shm_unlink(&c->shm); /* every local rank has it mapped, or nobody needs it */
+    if (all != NVF_OK) {
+        teardown(c);
+        return all;
+    }
+
+    /* 3. the rail, when there are several nodes; nodes of different sizes use local rank 0's
+     * rail only (the leader plan) */
+    if (t->nnodes > 1) {
+        st = NVF_OK;
+        if (!cfg->inter_enable) {
+            st = NVF_ERR_UNSUPPORTED;
+            snprintf(err, sizeof(err), "inter-node stage disabled (coll_nvfabric_inter=false)");
+        }
+        bool active = t->uniform || t->local_rank == 0;
+        if (st == NVF_OK) {
+            st = nvf_rail_setup(&c->rail, t, &c->oob, cfg->inter_slot_bytes, active, err,
+                                sizeof(err));
+            c->have_rail = active;
+        }
+        all = agree(c, st, err);
+        if (all != NVF_OK) {
+            teardown(c);
+            return all;
+        }
+    }
+    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s",
+            t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank,
+            t->local_size, c->shm.size, c->have_rail ? ", UCX rail connected" : "");
+    return NVF_OK;
+}
+
+nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
                            nvf_dtype_t dt, nvf_op_t op, nvf_memkind_t kind,
                            nvf_call_report_t *report, const char **why)
 {
-    if (why != NULL)
-        *why = "the engine has no stage yet";
-    return NVF_ERR_UNSUPPORTED;
+    if (c->state == NVF_SETUP_NONE) {
+        nvf_status_t st = setup(c);
+        c->state = st == NVF_OK ? NVF_SETUP_READY : NVF_SETUP_FAILED;
+        if (st != NVF_OK) {
+            static bool said;
+            if (!said && c->oob.rank == 0) {
+                said = true;
+                nvf_error("engine unavailable on a communicator of %d ranks, delegating its "
+                          "calls: %s", c->oob.size, c->why);
+            }
+        }
+    }
+    if (c->state != NVF_SETUP_READY) {
+        if (why)
+            *why = c->why;
+        return NVF_ERR_UNSUPPORTED;
+    }
+    if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED) {
+        if (why)
+            *why = "device and managed memory: the device stage is not integrated yet";
+        return NVF_ERR_UNSUPPORTED;
+    }
+    nvf_plan_shape_t shape = {count, nvf_dtype_size(dt), c->topo.local_size, c->topo.nnodes,
+                              c->topo.uniform};
+    const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
+    nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op);
+    if (report != NULL) {
+        report->plan = plan->name;
+        report->inter_ran = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
+        report->device = false;
+        report->predicted_us = plan->predicted_us;
+    }
+    if (nvf_log_level() >= 2)
+        nvf_log(2, "rank %d: %zu x %s %s: plan %s, %zu-element blocks, depth %d, model %.2f us",
+                c->topo.rank, count, nvf_dtype_name(dt), nvf_op_name(op), plan->name,
+                plan->block_elems, plan->depth, plan->predicted_us);
+    return st;
 }

@@ -1,0 +1,256 @@
+/*
+ * nvf_inter.c: inter-node allreduce among rail peers: recursive doubling
+ * (with the fold of a non-power-of-two rail into a power of two) and ring reduce-scatter +
+ * all-gather, as non-blocking state machines over the channel primitives of nvf_transport_t.
+ *
+ * Each step sends one part of the buffer to one peer and receives one part from one peer, in
+ * messages of at most slot_bytes. A received message is processed (reduced or copied into the
+ * buffer) only once every put issued so far has completed locally, so no put ever reads memory
+ * that is being written. Must not block: every wait is a test.
+ */
+#include "nvf_inter.h"
+
+#include "nvf_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ACT_NONE, ACT_REDUCE_MINE_FIRST, ACT_REDUCE_THEIRS_FIRST, ACT_COPY };
+
+static int largest_pow2_le(int p)
+{
+    int q = 1;
+    while (q * 2 <= p)
+        q *= 2;
+    return q;
+}
+
+static int log2_exact(int q)
+{
+    int k = 0;
+    while ((1 << k) < q)
+        k++;
+    return k;
+}
+
+/* Recursive doubling on p peers: the first 2*rem peers fold in pairs (even into odd). */
+static int rd_vid(int p, int me)
+{
+    int rem = p - largest_pow2_le(p);
+    if (me < 2 * rem)
+        return (me % 2) ? me / 2 : -1;
+    return me - rem;
+}
+
+static int rd_real(int p, int vid)
+{
+    int rem = p - largest_pow2_le(p);
+    return vid < rem ? 2 * vid + 1 : vid + rem;
+}
+
+int nvf_inter_max_peers(int p)
+{
+    return 3 + log2_exact(p);
+}
+
+static void add_unique(int *list, int *n, int v)
+{
+    for (int i = 0; i < *n; i++)
+        if (list[i] == v)
+            return;
+    list[(*n)++] = v;
+}
+
+void nvf_inter_peers(int p, int me, int *send_to, int *nsend, int *recv_from, int *nrecv)
+{
+    *nsend = *nrecv = 0;
+    if (p < 2)
+        return;
+    /* ring */
+    add_unique(send_to, nsend, (me + 1) % p);
+    add_unique(recv_from, nrecv, (me + p - 1) % p);
+    /* recursive doubling and its fold */
+    int rem = p - largest_pow2_le(p);
+    if (me < 2 * rem) {
+        int mate = (me % 2) ? me - 1 : me + 1;
+        add_unique(send_to, nsend, mate);
+        add_unique(recv_from, nrecv, mate);
+    }
+    int vid = rd_vid(p, me);
+    if (vid >= 0) {
+        int q = largest_pow2_le(p);
+        for (int k = 0; (1 << k) < q; k++) {
+            int partner = rd_real(p, vid ^ (1 << k));
+            add_unique(send_to, nsend, partner);
+            add_unique(recv_from, nrecv, partner);
+        }
+    }
+}
+
+/* ---- steps ---------------------------------------------------------------------------------*/
+
+/* Ring piece j of count elements among p: [first, first+len). */
+static void ring_piece(size_t count, int p, int j, size_t *first, size_t *len)
+{
+    size_t base = count / (size_t)p, extra = count % (size_t)p;
+    size_t uj = (size_t)j;
+    *first = uj * base + (uj < extra ? uj : extra);
+    *len = base + (uj < extra ? 1 : 0);
+}
+
+static void set_xfer(nvf_inter_xfer_t *x, int peer, char *ptr, size_t elems, int action)
+{
+    x->peer = peer;
+    x->ptr = ptr;
+    x->elems = elems;
+    x->issued = 0;
+    x->action = action;
+}
+
+static void plan_step(nvf_inter_op_t *op)
+{
+    const int p = op->rail->p, me = op->rail->me;
+    set_xfer(&op->send, -1, NULL, 0, ACT_NONE);
+    set_xfer(&op->recv, -1, NULL, 0, ACT_NONE);
+    if (op->alg == NVF_INTER_RING) {
+        int t = op->step;
+        size_t first, len;
+        if (t < p - 1) { /* reduce-scatter */
+            int sp = (me - t + p) % p, rp = (me - t - 1 + 2 * p) % p;
+            ring_piece(op->count, p, sp, &first, &len);
+            set_xfer(&op->send, (me + 1) % p, op->buf + first * op->esize, len, ACT_NONE);
+            ring_piece(op->count, p, rp, &first, &len);
+            set_xfer(&op->recv, (me - 1 + p) % p, op->buf + first * op->esize, len,
+                     ACT_REDUCE_MINE_FIRST);
+        } else { /* all-gather */
+            t -= p - 1;
+            int sp = (me + 1 - t + p) % p, rp = (me - t + p) % p;
+            ring_piece(op->count, p, sp, &first, &len);
+            set_xfer(&op->send, (me + 1) % p, op->buf + first * op->esize, len, ACT_NONE);
+            ring_piece(op->count, p, rp, &first, &len);
+            set_xfer(&op->recv, (me - 1 + p) % p, op->buf + first * op->esize, len, ACT_COPY);
+        }
+        return;
+    }
+    /* recursive doubling: step 0 is the fold, steps 1..k the exchanges, the last the unfold */
+    const int q = largest_pow2_le(p), rem = p - q, k = log2_exact(q);
+    const bool folded = me < 2 * rem;
+    int s = op->step;
+    if (s == 0) {
+        if (folded && me % 2 == 0)
+            set_xfer(&op->send, me + 1, op->buf, op->count, ACT_NONE);
+        else if (folded)
+            set_xfer(&op->recv, me - 1, op->buf, op->count, ACT_REDUCE_THEIRS_FIRST);
+        return;
+    }
+    if (s <= k) {
+        int vid = rd_vid(p, me);
+        if (vid < 0)
+            return; /* folded away: idle until the unfold */
+        int partner = rd_real(p, vid ^ (1 << (s - 1)));
+        set_xfer(&op->send, partner, op->buf, op->count, ACT_NONE);
+        set_xfer(&op->recv, partner, op->buf, op->count,
+                 partner < me ? ACT_REDUCE_THEIRS_FIRST : ACT_REDUCE_MINE_FIRST);
+        return;
+    }
+    if (folded && me % 2 == 1)
+        set_xfer(&op->send, me - 1, op->buf, op->count, ACT_NONE);
+    else if (folded)
+        set_xfer(&op->recv, me + 1, op->buf, op->count, ACT_COPY);
+}
+
+void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg, void *buf,
+                     size_t count, nvf_dtype_t dt, nvf_op_t rop)
+{
+    memset(op, 0, sizeof(*op));
+    op->rail = rail;
+    op->alg = alg;
+    op->buf = (char *)buf;
+    op->count = count;
+    op->esize = nvf_dtype_size(dt);
+    op->red = nvf_reduce_fn(dt, rop);
+    const int p = rail->p;
+    if (p < 2 || count == 0)
+        op->nsteps = 0;
+    else if (alg == NVF_INTER_RING)
+        op->nsteps = 2 * (p - 1);
+    else
+        op->nsteps = 2 + log2_exact(largest_pow2_le(p));
+}
+
+/* Process one arrived message of `elems` elements at offset `at` of the receive part. */
+static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elems)
+{
+    char *dst = op->recv.ptr + at * op->esize;
+    const size_t bytes = elems * op->esize;
+    switch (op->recv.action) {
+    case ACT_REDUCE_MINE_FIRST: /* dst = dst op data */
+        op->red(dst, data, elems);
+        break;
+    case ACT_REDUCE_THEIRS_FIRST: /* dst = data op dst: the lower-ranked operand first */
+        op->red((void *)data, dst, elems); /* the slot is ours until released */
+        memcpy(dst, data, bytes);
+        break;
+    case ACT_COPY:
+        memcpy(dst, data, bytes);
+        break;
+    default:
+        break;
+    }
+}
+
+nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
+{
+    const nvf_rail_t *rail = op->rail;
+    const nvf_transport_t *tp = &rail->tp;
+    const size_t chunk = rail->slot_bytes / op->esize;
+    nvf_status_t st;
+    *done = false;
+    tp->progress(tp->ctx);
+    while (op->step < op->nsteps) {
+        if (!op->step_ready) {
+            plan_step(op);
+            op->step_ready = true;
+        }
+        nvf_inter_xfer_t *s = &op->send, *r = &op->recv;
+        while (s->peer >= 0 && s->issued < s->elems) {
+            size_t n = s->elems - s->issued < chunk ? s->elems - s->issued : chunk;
+            bool started = false;
+            st = tp->send(tp->ctx, rail->rank_of[s->peer], s->ptr + s->issued * op->esize,
+                          n * op->esize, &started);
+            if (st != NVF_OK)
+                return st;
+            if (!started)
+                break;
+            s->issued += n;
+        }
+        while (r->peer >= 0 && r->issued < r->elems) {
+            const void *data;
+            if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
+                break;
+            size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
+            /* recursive doubling sends and receives the same buffer: a received chunk may be
+             * folded in only after my own copy of it has been put on the wire */
+            if (r->ptr == s->ptr && s->peer >= 0 && s->issued < r->issued + n)
+                break;
+            if (!tp->send_idle(tp->ctx, false))
+                break; /* a put may still read what this message would overwrite */
+            process(op, data, r->issued, n);
+            st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
+            if (st != NVF_OK)
+                return st;
+            r->issued += n;
+        }
+        if (tp->failed(tp->ctx))
+            return NVF_ERR_UCX;
+        if ((s->peer >= 0 && s->issued < s->elems) || (r->peer >= 0 && r->issued < r->elems))
+            return NVF_OK; /* not yet */
+        op->step++;
+        op->step_ready = false;
+    }
+    /* the caller may reuse buf once no put reads from it */
+    *done = tp->send_idle(tp->ctx, false);
+    return NVF_OK;
+}
+

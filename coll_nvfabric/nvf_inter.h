@@ -1,0 +1,91 @@
+/*
+ * nvf_inter.h: the inter-node stage: an allreduce of one buffer among the rail peers (the
+ * ranks with the same local index on every node), over UCX channels (ucx_glue/).
+ *
+ * Written as a state machine so that the scheduler can overlap it with intra-node work:
+ * nvf_inter_start() sets it up, nvf_inter_progress() advances it without blocking. Algorithms:
+ * recursive doubling (with the fold for a non-power-of-two rail) and ring reduce-scatter +
+ * all-gather. Both give every peer the same bits: each partial sum is computed once, or by both
+ * partners with the same operand order.
+ */
+#ifndef NVF_INTER_H
+#define NVF_INTER_H
+
+#include "nvf.h"
+#include "nvf_plan.h"
+#include "nvf_reduce.h"
+
+/* The channel primitives the algorithms run on (ucx_glue/ in production, an in-memory
+ * transport in the unit tests). Peers are communicator ranks; semantics as in nvf_ucx.h. */
+typedef struct nvf_transport {
+    nvf_status_t (*send)(void *ctx, int peer, const void *src, size_t len, bool *started);
+    bool (*send_idle)(void *ctx, bool released);
+    bool (*recv_test)(void *ctx, int peer, const void **data);
+    nvf_status_t (*recv_release)(void *ctx, int peer);
+    void (*progress)(void *ctx);
+    bool (*failed)(void *ctx);
+    void *ctx;
+} nvf_transport_t;
+
+/* A rail: my peers for the inter-node stage, and the channels to them. */
+typedef struct nvf_rail {
+    int p;        /* peers on the rail (one per node) */
+    int me;       /* my index on the rail */
+    int *rank_of; /* [p] communicator rank of each rail index (the transport's peer ids) */
+    size_t slot_bytes;
+    nvf_transport_t tp;
+    void *owner; /* what nvf_rail_close frees (nvf_rail.c) */
+} nvf_rail_t;
+
+#define NVF_INTER_NSLOTS 4
+
+/* The rail indices I send to and receive from under any algorithm (for the mesh). Each list
+ * has at most nvf_inter_max_peers(p) entries; returns their numbers. */
+int nvf_inter_max_peers(int p);
+void nvf_inter_peers(int p, int me, int *send_to, int *nsend, int *recv_from, int *nrecv);
+
+typedef struct nvf_inter_xfer {
+    int peer;      /* rail index */
+    char *ptr;     /* where the data is (send) or goes (recv) */
+    size_t elems;  /* total elements */
+    size_t issued; /* send: elements put on the wire; recv: elements processed */
+    int action;    /* recv: what to do with arriving data */
+} nvf_inter_xfer_t;
+
+typedef struct nvf_inter_op {
+    const nvf_rail_t *rail;
+    nvf_inter_alg_t alg;
+    char *buf;
+    size_t count;
+    size_t esize;
+    nvf_reduce_fn_t red;
+    int step;
+    int nsteps;
+    bool step_ready; /* send/recv of the current step computed */
+    nvf_inter_xfer_t send, recv;
+} nvf_inter_op_t;
+
+/* Allreduce buf[0..count) in place among the rail. */
+void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg, void *buf,
+                     size_t count, nvf_dtype_t dt, nvf_op_t rop);
+/* Advances the operation; *done when buf holds the result and no put reads from it any more. */
+nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done);
+
+struct nvf_topo;
+/* Collective over the whole communicator (every rank calls it, in the same order as the other
+ * setup exchanges): builds my rail (local index `topo->local_rank` of every node; `active`
+ * false: I take part in the exchange only), its UCX channels, and connects them. Returns my
+ * local status; the caller agrees on the outcome with the other ranks. */
+nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const struct nvf_topo *topo, const nvf_oob_t *oob,
+                            size_t slot_bytes, bool active, char *err, size_t errlen);
+/* Local: waits (bounded) until nothing is in flight, then frees the channels. */
+void nvf_rail_close(nvf_rail_t *rail);
+
+/* Drives communication. */
+static inline void nvf_rail_progress(const nvf_rail_t *rail)
+{
+    if (rail->tp.progress != NULL)
+        rail->tp.progress(rail->tp.ctx);
+}
+
+#endif

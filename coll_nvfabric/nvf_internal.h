@@ -1,0 +1,40 @@
+/*
+ * nvf_internal.h: the engine communicator, shared by its setup (nvf_comm.c) and the scheduler
+ * (nvf_sched.c). Not visible outside coll_nvfabric/.
+ */
+#ifndef NVF_INTERNAL_H
+#define NVF_INTERNAL_H
+
+#include "nvf.h"
+#include "nvf_inter.h"
+#include "nvf_plan.h"
+#include "nvf_shm.h"
+#include "nvf_topo.h"
+
+/* Most ranks on one node the engine serves (beyond it, calls are delegated). */
+#define NVF_MAX_LOCAL 256
+
+typedef enum nvf_setup_state {
+    NVF_SETUP_NONE,   /* nothing done yet: the first call sets up */
+    NVF_SETUP_READY,  /* the engine runs calls */
+    NVF_SETUP_FAILED, /* setup failed on some rank: every call is delegated */
+} nvf_setup_state_t;
+
+struct nvf_comm {
+    nvf_config_t cfg;
+    nvf_oob_t oob;
+    nvf_setup_state_t state;
+    char why[160];      /* why setup failed (static for the life of the comm) */
+    nvf_topo_t topo;
+    nvf_shm_t shm;      /* my node's segment */
+    nvf_rail_t rail;    /* my rail, when there are several nodes */
+    bool have_rail;
+    uint64_t seq;       /* blocks started on this communicator */
+    nvf_plan_cache_t plans;
+};
+
+/* nvf_sched.c: run one call with an established communicator. */
+nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
+                           size_t count, nvf_dtype_t dt, nvf_op_t op);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * nvf_plan.c: the cost model and the choice of plan.
+ *
+ * Latency alpha (us) and bandwidth (GB/s = 1e3 bytes/us) per level: intra-node copies
+ * (intra_alpha, intra_bw), host reduction (reduce_bw, bytes of input per us), inter-node
+ * messages (inter_alpha, inter_bw per rail). A pipelined plan overlaps its intra- and
+ * inter-node parts: over nb blocks its time is max(A, B) + min(A, B) / nb.
+ */
+#include "nvf_plan.h"
+
+#include <math.h>
+#include <string.h>
+
+/* bytes / (GB/s) in microseconds */
+static double xfer_us(double bytes, double gbs)
+{
+    return bytes / (gbs * 1e3);
+}
+
+static int ceil_log2(int p)
+{
+    int k = 0;
+    while ((1 << k) < p)
+        k++;
+    return k;
+}
+
+double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, double bytes)
+{
+    if (p <= 1 || alg == NVF_INTER_NONE)
+        return 0;
+    const double a = cfg->inter_alpha_us;
+    if (alg == NVF_INTER_RD) {
+        int p2 = 1 << (ceil_log2(p + 1) - 1); /* largest power of two <= p */
+        double steps = ceil_log2(p2) + (p2 != p ? 2 : 0);
+        return steps * (a + xfer_us(bytes, cfg->inter_bw_gbs)) +
+               ceil_log2(p2) * xfer_us(bytes, cfg->reduce_bw_gbs);
+    }
+    /* ring: 2(p-1) steps of bytes/p each, (p-1) of them reduce */
+    return 2.0 * (p - 1) * a + xfer_us(2.0 * (p - 1) / p * bytes, cfg->inter_bw_gbs) +
+           xfer_us((double)(p - 1) / p * bytes, cfg->reduce_bw_gbs);
+}
+
+double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh,
+                        const nvf_plan_t *plan)
+{
+    const double S = (double)sh->count * (double)sh->esize;
+    const double L = sh->local_size;
+    const double ai = cfg->intra_alpha_us, bc = cfg->intra_bw_gbs, br = cfg->reduce_bw_gbs;
+    const double blk = (double)plan->block_elems * (double)sh->esize;
+    const double nb = blk > 0 ? ceil(S / blk) : 1;
+    switch (plan->alg) {
+    case NVF_ALG_ONESHOT:
+        /* copy in, one flag round, reduce all L inputs */
+        return 2 * ai + xfer_us(S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
+    case NVF_ALG_TWOSHOT:
+        /* per block: publish, reduce my part of L inputs, publish, copy out */
+        return (2 + nb) * ai + xfer_us(S * (2 - 1 / L), bc) + xfer_us(S, br);
+    case NVF_ALG_HIER: {
+        double intra, inter;
+        if (plan->split == NVF_SPLIT_EVEN) {
+            intra = (2 + nb) * ai + xfer_us(S * (2 - 1 / L), bc) + (L > 1 ? xfer_us(S, br) : 0);
+            inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, blk > S ? S / L : blk / L);
+        } else {
+            intra = (2 + nb) * ai + xfer_us(2 * S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
+            inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, blk > S ? S : blk);
+        }
+        double hi = intra > inter ? intra : inter, lo = intra > inter ? inter : intra;
+        return hi + lo / (nb > 1 ? nb : 1);
+    }
+    }
+    return 0;
+}
+
+static size_t block_elems_for(const nvf_config_t *cfg, const nvf_plan_shape_t *sh)
+{
+    size_t be = cfg->shm_block_bytes / sh->esize;
+    return be ? be : 1;
+}
+
+static void finish(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *p)
+{
+    p->predicted_us = nvf_plan_predict(cfg, sh, p);
+}
+
+void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan)
+{
+    const size_t bytes = sh->count * sh->esize;
+    memset(plan, 0, sizeof(*plan));
+    plan->block_elems = block_elems_for(cfg, sh);
+    plan->depth = cfg->pipeline_depth;
+    if (sh->nnodes <= 1) {
+        if (bytes <= cfg->one_shot_max_bytes) {
+            plan->alg = NVF_ALG_ONESHOT;
+            plan->depth = 1;
+            plan->name = "host:oneshot";
+        } else {
+            plan->alg = NVF_ALG_TWOSHOT;
+            plan->name = "host:twoshot";
+        }
+        finish(cfg, sh, plan);
+        return;
+    }
+    /* several nodes: the rail-aligned plan where nodes are alike, the leader plan always; the
+     * inter-node algorithm by the bytes each rail carries per block */
+    static const char *const names[2][3] = {
+        {"hier:even", "hier:even+rd", "hier:even+ring"},
+        {"hier:leader", "hier:leader+rd", "hier:leader+ring"},
+    };
+    nvf_plan_t best = {0};
+    best.predicted_us = INFINITY;
+    for (int s = 0; s < 2; s++) {
+        nvf_plan_t p = *plan;
+        p.alg = NVF_ALG_HIER;
+        p.split = s == 0 ? NVF_SPLIT_EVEN : NVF_SPLIT_LEADER;
+        if (p.split == NVF_SPLIT_EVEN && (!sh->uniform || sh->local_size < 2))
+            continue;
+        size_t blk_bytes = (p.block_elems < sh->count ? p.block_elems : sh->count) * sh->esize;
+        size_t rail_bytes = p.split == NVF_SPLIT_EVEN ? blk_bytes / (size_t)sh->local_size : blk_bytes;
+        p.inter = rail_bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : NVF_INTER_RING;
+        p.name = names[s][p.inter];
+        finish(cfg, sh, &p);
+        if (p.predicted_us < best.predicted_us)
+            best = p;
+    }
+    *plan = best;
+}
+
+const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,
+                               const nvf_plan_shape_t *shape)
+{
+    size_t h = (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize) % NVF_PLAN_CACHE_SIZE;
+    if (cache->e[h].count != shape->count || cache->e[h].esize != shape->esize) {
+        nvf_plan_choose(cfg, shape, &cache->e[h].plan);
+        cache->e[h].count = shape->count;
+        cache->e[h].esize = shape->esize;
+    }
+    return &cache->e[h].plan;
+}

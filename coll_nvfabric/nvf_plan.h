@@ -1,0 +1,67 @@
+/*
+ * nvf_plan.h: the plan of one allreduce (algorithm per stage, chunking, pipeline depth) and
+ * the cost model that chooses it. The one place that decides; pure functions of the shape of
+ * the call, the configuration and the cost parameters, so every rank decides alike.
+ */
+#ifndef NVF_PLAN_H
+#define NVF_PLAN_H
+
+#include "nvf.h"
+
+typedef enum nvf_alg {
+    NVF_ALG_ONESHOT, /* one node: every rank reduces every input */
+    NVF_ALG_TWOSHOT, /* one node: reduce-scatter by direct loads, then all-gather */
+    NVF_ALG_HIER,    /* intra-node reduce, inter-node allreduce per rail, intra-node gather */
+} nvf_alg_t;
+
+typedef enum nvf_split {
+    NVF_SPLIT_EVEN,   /* local rank i owns the i-th part of each block (rail-aligned) */
+    NVF_SPLIT_LEADER, /* local rank 0 owns each whole block (uneven nodes, small messages) */
+} nvf_split_t;
+
+typedef enum nvf_inter_alg {
+    NVF_INTER_NONE,
+    NVF_INTER_RD,   /* recursive doubling, with the non-power-of-two fold */
+    NVF_INTER_RING, /* ring reduce-scatter + all-gather */
+} nvf_inter_alg_t;
+
+typedef struct nvf_plan {
+    nvf_alg_t alg;
+    nvf_split_t split;
+    nvf_inter_alg_t inter;
+    size_t block_elems; /* elements per pipeline block */
+    int depth;          /* blocks in flight */
+    double predicted_us;
+    const char *name; /* static, e.g. "hier:even+ring" */
+} nvf_plan_t;
+
+/* What a plan depends on. Identical on every rank of a communicator for one call. */
+typedef struct nvf_plan_shape {
+    size_t count;
+    size_t esize;
+    int local_size; /* ranks on my node */
+    int nnodes;
+    bool uniform; /* every node has local_size ranks */
+} nvf_plan_shape_t;
+
+void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
+/* The model's time (microseconds) for `plan` on `shape`. */
+double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *shape,
+                        const nvf_plan_t *plan);
+/* Inter-node time of one allreduce of `bytes` among `p` rail peers. */
+double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, double bytes);
+
+/* A small cache of chosen plans per communicator, keyed by (count, esize). */
+#define NVF_PLAN_CACHE_SIZE 32
+typedef struct nvf_plan_cache {
+    struct {
+        size_t count, esize;
+        nvf_plan_t plan;
+    } e[NVF_PLAN_CACHE_SIZE];
+} nvf_plan_cache_t;
+
+/* The plan for `shape`, from the cache or chosen and cached. */
+const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,
+                               const nvf_plan_shape_t *shape);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * nvf_sched.c: the scheduler: runs one allreduce as a pipeline of blocks through the stages of
+ * its plan. The hot path of the engine; setup and teardown live in nvf_comm.c.
+ *
+ * Each block has a sequence number (monotonic per communicator, the same on every local rank)
+ * and uses buffer set seq % nsets of the node's segment. Per block and rank:
+ *   copy-in   my input of the block into my input slot (two-shot: except the part I reduce
+ *             myself), then publish in_seq;
+ *   reduce    once every local rank published the block: my part, over every local rank's
+ *             input in local-rank order, into the result slot (one-shot: all of it, straight
+ *             into recvbuf);
+ *   inter     (several nodes) my part allreduced with my rail peers, in place in the result
+ *             slot; at most one block at a time, in block order;
+ *   publish   res_seq;
+ *   copy-out  once every local rank published: the whole block from the result slot into
+ *             recvbuf, then done_seq (the set may be reused once every rank is done with it).
+ * Up to plan->depth blocks are in flight, so block k's inter-node step overlaps block k+1's
+ * copy-in and reduction and block k-1's copy-out. Waits are tests in one loop that spins,
+ * drives UCX, and yields the core after cfg.spin_before_yield idle rounds (oversubscribed runs).
+ */
+#include "nvf_internal.h"
+#include "nvf_log.h"
+#include "nvf_reduce.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum blk_state { B_COPYIN, B_REDUCE, B_INTER, B_PUBLISH, B_COPYOUT, B_DONE };
+
+typedef struct blk {
+    uint64_t seq;
+    size_t first; /* first element of the call in this block */
+    size_t n;     /* elements in this block */
+    size_t lo, hi; /* my part of the block */
+    int set;
+    enum blk_state state;
+} blk_t;
+
+#define NVF_MAX_DEPTH 64
+#define NVF_CACHE_GRANULE 64
+
+static bool all_at_least(const nvf_shm_t *shm, size_t flag_offset, uint64_t seq)
+{
+    for (int r = 0; r < shm->nlocal; r++) {
+        const _Atomic uint64_t *f =
+            (const _Atomic uint64_t *)((const char *)&shm->ctrl[r] + flag_offset);
+        if (atomic_load_explicit(f, memory_order_acquire) < seq)
+            return false;
+    }
+    return true;
+}
+
+#define IN_SEQ offsetof(nvf_shm_ctrl_t, in_seq)
+#define RES_SEQ offsetof(nvf_shm_ctrl_t, res_seq)
+#define DONE_SEQ offsetof(nvf_shm_ctrl_t, done_seq)
+
+static void publish(nvf_flag_t *flag, uint64_t seq)
+{
+    atomic_store_explicit(&flag->v, seq, memory_order_release);
+}
+
+/* My part [lo, hi) of a block of n elements: EVEN splits in cache-line granules so that no two
+ * ranks write the same line of the result slot; LEADER gives everything to local rank 0. */
+static void my_part(const nvf_plan_t *plan, int me, int L, size_t n, size_t esize, size_t *lo,
+                    size_t *hi)
+{
+    if (plan->alg == NVF_ALG_ONESHOT || (plan->alg == NVF_ALG_HIER && plan->split == NVF_SPLIT_LEADER)) {
+        *lo = 0;
+        *hi = (me == 0 || plan->alg == NVF_ALG_ONESHOT) ? n : 0;
+        return;
+    }
+    size_t g = NVF_CACHE_GRANULE / esize;
+    if (g == 0)
+        g = 1;
+    size_t units = (n + g - 1) / g, base = units / (size_t)L, extra = units % (size_t)L;
+    size_t um = (size_t)me;
+    size_t first_unit = um * base + (um < extra ? um : extra);
+    size_t my_units = base + (um < extra ? 1 : 0);
+    *lo = first_unit * g < n ? first_unit * g : n;
+    *hi = (first_unit + my_units) * g < n ? (first_unit + my_units) * g : n;
+}
+
+typedef struct run {
+    nvf_comm_t *c;
+    const nvf_plan_t *plan;
+    const char *in;
+    char *out;
+    nvf_dtype_t dt;
+    nvf_op_t op;
+    size_t esize;
+    int me, L;
+    bool hier;
+    nvf_inter_op_t iop;
+    bool iop_started;
+} run_t;
+
+/* One step of block b (*moved: it changed state). prev is the state of the block before it
+ * (B_DONE for the oldest): a flag says "every block up to this one", so a block publishes a
+ * flag only after the block before it has published the same one. */
+static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_turn, bool *moved)
+{
+    const nvf_shm_t *shm = &r->c->shm;
+    nvf_shm_ctrl_t *mine = &shm->ctrl[r->me];
+    const size_t e = r->esize;
+    *moved = false;
+    switch (b->state) {
+    case B_COPYIN: {
+        char *slot = nvf_shm_in(shm, b->set, r->me);
+        const char *src = r->in + b->first * e;
+        if (r->plan->alg == NVF_ALG_ONESHOT) {
+            memcpy(slot, src, b->n * e);
+        } else if (r->L > 1) {
+            /* everything but my own part, which I read from the user's buffer */
+            memcpy(slot, src, b->lo * e);
+            memcpy(slot + b->hi * e, src + b->hi * e, (b->n - b->hi) * e);
+        }
+        publish(&mine->in_seq, b->seq);
+        b->state = B_REDUCE;
+        *moved = true;
+        return NVF_OK;
+    }
+    case B_REDUCE: {
+        if (b->hi > b->lo || r->plan->alg == NVF_ALG_ONESHOT) {
+            if (r->L > 1 && !all_at_least(shm, IN_SEQ, b->seq))
+                return NVF_OK;
+            const void *srcs[NVF_MAX_LOCAL];
+            for (int k = 0; k < r->L; k++)
+                srcs[k] = (r->plan->alg != NVF_ALG_ONESHOT && k == r->me)
+                              ? r->in + (b->first + b->lo) * e
+                              : nvf_shm_in(shm, b->set, k) + b->lo * e;
+            char *dst = r->plan->alg == NVF_ALG_ONESHOT ? r->out + b->first * e
+                                                         : nvf_shm_res(shm, b->set) + b->lo * e;
+            nvf_reduce_many(r->dt, r->op, dst, srcs, r->L, b->hi - b->lo);
+        }
+        if (r->plan->alg == NVF_ALG_ONESHOT) {
+            b->state = B_COPYOUT; /* nothing to copy: only done_seq to publish, in order */
+        } else {
+            b->state = (r->hier && b->hi > b->lo) ? B_INTER : B_PUBLISH;
+        }
+        *moved = true;
+        return NVF_OK;
+    }
+    case B_INTER: {
+        if (!inter_turn)
+            return NVF_OK;
+        if (!r->iop_started) {
+            nvf_inter_start(&r->iop, &r->c->rail, r->plan->inter,
+                            nvf_shm_res(shm, b->set) + b->lo * e, b->hi - b->lo, r->dt, r->op);
+            r->iop_started = true;
+        }
+        bool done = false;
+        nvf_status_t st = nvf_inter_progress(&r->iop, &done);
+        if (st != NVF_OK)
+            return st;
+        if (done) {
+            r->iop_started = false;
+            b->state = B_PUBLISH;
+            *moved = true;
+        }
+        return NVF_OK;
+    }
+    case B_PUBLISH:
+        if (prev < B_COPYOUT)
+            return NVF_OK;
+        publish(&mine->res_seq, b->seq);
+        b->state = B_COPYOUT;
+        *moved = true;
+        return NVF_OK;
+    case B_COPYOUT:
+        if (prev != B_DONE)
+            return NVF_OK;
+        if (r->plan->alg != NVF_ALG_ONESHOT) {
+            if (r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
+                return NVF_OK;
+            memcpy(r->out + b->first * e, nvf_shm_res(shm, b->set), b->n * e);
+        }
+        publish(&mine->done_seq, b->seq);
+        b->state = B_DONE;
+        *moved = true;
+        return NVF_OK;
+    case B_DONE:
+        return NVF_OK;
+    }
+    return NVF_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
+                           size_t count, nvf_dtype_t dt, nvf_op_t op)
+{
+    nvf_shm_t *shm = &c->shm;
+    run_t r = {0};
+    r.c = c;
+    r.plan = plan;
+    r.in = sbuf ? (const char *)sbuf : (const char *)rbuf;
+    r.out = (char *)rbuf;
+    r.dt = dt;
+    r.op = op;
+    r.esize = nvf_dtype_size(dt);
+    r.me = c->topo.local_rank;
+    r.L = c->topo.local_size;
+    r.hier = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
+
+    size_t blk_elems = plan->block_elems;
+    if (blk_elems * r.esize > shm->block_bytes)
+        blk_elems = shm->block_bytes / r.esize;
+    const size_t nblocks = (count + blk_elems - 1) / blk_elems;
+    int depth = plan->depth < shm->nsets ? plan->depth : shm->nsets;
+    if (depth > NVF_MAX_DEPTH)
+        depth = NVF_MAX_DEPTH;
+    if (depth < 1)
+        depth = 1;
+    const uint64_t seq0 = c->seq + 1;
+    c->seq += nblocks;
+
+    blk_t blocks[NVF_MAX_DEPTH];
+    size_t head = 0, next = 0, inter_turn = 0;
+    unsigned idle = 0;
+    unsigned long idle_rounds = 0;
+    double stall_since = 0;
+    bool warned = false;
+    while (head < nblocks) {
+        bool progressed = false;
+        /* start the next block once its buffer set is free on every local rank */
+        if (next < nblocks && next - head < (size_t)depth) {
+            uint64_t seq = seq0 + next;
+            if (seq <= (uint64_t)shm->nsets || all_at_least(shm, DONE_SEQ, seq - (uint64_t)shm->nsets)) {
+                blk_t *b = &blocks[next % (size_t)depth];
+                b->seq = seq;
+                b->set = (int)(seq % (uint64_t)shm->nsets);
+                b->first = next * blk_elems;
+                b->n = count - b->first < blk_elems ? count - b->first : blk_elems;
+                my_part(plan, r.me, r.L, b->n, r.esize, &b->lo, &b->hi);
+                b->state = B_COPYIN;
+                next++;
+                progressed = true;
+            }
+        }
+        for (size_t i = head; i < next; i++) {
+            blk_t *b = &blocks[i % (size_t)depth];
+            enum blk_state prev = i == head ? B_DONE : blocks[(i - 1) % (size_t)depth].state;
+            bool moved;
+            /* advance as far as it goes without waiting */
+            do {
+                nvf_status_t st = advance(&r, b, prev, i == inter_turn, &moved);
+                if (st != NVF_OK) {
+                    atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release);
+                    nvf_error("inter-node stage failed at block %llu: %s",
+                              (unsigned long long)b->seq, nvf_status_str(st));
+                    return st;
+                }
+                progressed |= moved;
+            } while (moved && b->state != B_DONE);
+            while (inter_turn < next && blocks[inter_turn % (size_t)depth].state > B_INTER)
+                inter_turn++;
+        }
+        while (head < next && blocks[head % (size_t)depth].state == B_DONE)
+            head++;
+        if (progressed) {
+            idle = 0;
+            idle_rounds = 0;
+            continue;
+        }
+        /* nothing moved: let the peers (and UCX) run */
+        if (c->have_rail)
+            nvf_rail_progress(&c->rail);
+        if (++idle >= (unsigned)c->cfg.spin_before_yield) {
+            idle = 0;
+            sched_yield();
+        }
+        if ((++idle_rounds & 0xfffff) == 0) {
+            if (atomic_load_explicit(&shm->hdr->failed, memory_order_acquire))
+                return NVF_ERR_PEER;
+            double t = now_s();
+            if (stall_since == 0)
+                stall_since = t;
+            else if (!warned && t - stall_since > 60) {
+                warned = true;
+                nvf_error("rank %d waited 60 s for its node's ranks in MPI_Allreduce (block %llu "
+                          "of plan %s). If ranks pass buffers of different memory kinds (host "
+                          "and device) to the same call, set coll_nvfabric_host=on.",
+                          c->topo.rank, (unsigned long long)blocks[head % (size_t)depth].seq,
+                          plan->name);
+            }
+        }
+    }
+    return NVF_OK;
+}

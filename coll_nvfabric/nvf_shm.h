@@ -1,0 +1,86 @@
+/*
+ * nvf_shm.h: the shared-memory segment of one node-local group: layout, creation, attachment.
+ *
+ * Layout: a header, one control block per local rank (its flags, each on its own cache line),
+ * then `nsets` buffer sets; a set holds one input slot per local rank and one result slot, each
+ * `block_bytes` long. The scheduler decides what goes where; this file only maps memory.
+ * A segment is created by the node's first rank with mode 0600 and unlinked as soon as every
+ * local rank has mapped it, so that nothing is left in /dev/shm even if a rank dies later.
+ * A group of one rank gets a private (not shared) segment of the same layout.
+ */
+#ifndef NVF_SHM_H
+#define NVF_SHM_H
+
+#include "nvf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define NVF_CACHE_LINE 128 /* two lines: adjacent-line prefetch must not false-share */
+
+typedef struct nvf_flag {
+    _Atomic uint64_t v;
+    char pad[NVF_CACHE_LINE - sizeof(uint64_t)];
+} nvf_flag_t;
+
+/* Per local rank. Sequence numbers of pipeline blocks, monotonic per communicator. */
+typedef struct nvf_shm_ctrl {
+    nvf_flag_t in_seq;   /* my input of this block is in my input slot */
+    nvf_flag_t res_seq;  /* my part of this block's result is in the result slot */
+    nvf_flag_t done_seq; /* I have copied this block's result out (its set may be reused) */
+} nvf_shm_ctrl_t;
+
+typedef struct nvf_shm_header {
+    uint64_t magic;
+    uint32_t nlocal;
+    uint32_t nsets;
+    uint64_t block_bytes;
+    uint64_t total_bytes;
+    _Atomic uint32_t attached;
+    _Atomic uint32_t failed; /* a rank failed during a call: waiters give up */
+    char pad[NVF_CACHE_LINE - 40];
+} nvf_shm_header_t;
+
+typedef struct nvf_shm {
+    void *base;
+    size_t size;
+    bool shared;   /* false: private memory of a one-rank group */
+    bool unlinked;
+    char name[64];
+    nvf_shm_header_t *hdr;
+    nvf_shm_ctrl_t *ctrl; /* [nlocal] */
+    char *data;
+    size_t set_stride;
+    size_t block_bytes;
+    int nlocal;
+    int nsets;
+} nvf_shm_t;
+
+/* Bytes a segment with these dimensions needs. */
+size_t nvf_shm_bytes(int nlocal, int nsets, size_t block_bytes);
+/* Node leader: create, size (reserving the pages: no SIGBUS later) and map. `name` is chosen
+ * here, unique, and returned in s->name for the other ranks. */
+nvf_status_t nvf_shm_create(nvf_shm_t *s, int nlocal, int nsets, size_t block_bytes, char *err,
+                            size_t errlen);
+/* Other local ranks: map the leader's segment and check its header. */
+nvf_status_t nvf_shm_attach(nvf_shm_t *s, const char *name, int nlocal, int nsets,
+                            size_t block_bytes, char *err, size_t errlen);
+/* One-rank groups: the same layout in private memory. */
+nvf_status_t nvf_shm_private(nvf_shm_t *s, int nsets, size_t block_bytes, char *err,
+                             size_t errlen);
+/* Leader, once every local rank has attached: remove the name. Idempotent. */
+void nvf_shm_unlink(nvf_shm_t *s);
+/* Unmap (and unlink if still named and this rank created it). */
+void nvf_shm_detach(nvf_shm_t *s);
+
+static inline char *nvf_shm_in(const nvf_shm_t *s, int set, int local)
+{
+    return s->data + (size_t)set * s->set_stride + (size_t)local * s->block_bytes;
+}
+
+static inline char *nvf_shm_res(const nvf_shm_t *s, int set)
+{
+    return s->data + (size_t)set * s->set_stride + (size_t)s->nlocal * s->block_bytes;
+}
+
+#endif
