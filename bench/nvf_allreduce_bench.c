@@ -10,7 +10,9 @@
  * Every measured batch is checked (integer-valued inputs, exact in any reduction order) and a
  * batch with a wrong element prints WRONG instead of a time. The last columns give nvfabric's
  * speed-up over each other module and, from its MPI_T counters, the share of calls it handled
- * and its cost model's predicted time. Before the table: this machine's memory-copy bandwidth
+ * and its cost model's predicted time. A module Open MPI does not put on its communicator
+ * (coll/han declines communicators that live on one node) is shown as n/a: nvfabric's counters
+ * reveal that it served that communicator instead. Before the table: this machine's memory-copy bandwidth
  * with all ranks copying at once, the floor a shared-memory allreduce can approach.
  *
  *   mpirun -np 4 ./nvf_allreduce_bench [--modules nvfabric,tuned,han,sm] [--min 8]
@@ -19,6 +21,7 @@
 #include <mpi.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +35,13 @@ typedef struct {
     MPI_Comm comm;
     double us, algbw, busbw;
     long wrong;
+    bool absent; /* Open MPI did not put this module on its communicator (nvfabric served it) */
 } module_t;
 
 static int rank, nranks;
+/* The benchmark's own bookkeeping (timing maxima, error counts) runs on a communicator
+ * without nvfabric, so that nvfabric's counters count only measured calls. */
+static MPI_Comm ctrl;
 
 static double now(void)
 {
@@ -49,7 +56,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* MPI_T counters of nvfabric (0 if absent). */
 static MPI_T_pvar_session session;
-static MPI_T_pvar_handle h_handled, h_pred;
+static MPI_T_pvar_handle h_handled, h_delegated, h_pred;
 static int have_pvars;
 
 static void pvars_open(void)
@@ -73,17 +80,25 @@ static void pvars_open(void)
         if (!strcmp(name, "coll_nvfabric_predicted_ns") &&
             MPI_T_pvar_handle_alloc(session, i, NULL, &h_pred, &cnt) == MPI_SUCCESS)
             found |= 2;
+        if (!strcmp(name, "coll_nvfabric_calls_delegated") &&
+            MPI_T_pvar_handle_alloc(session, i, NULL, &h_delegated, &cnt) == MPI_SUCCESS)
+            found |= 4;
     }
-    have_pvars = found == 3;
+    have_pvars = found == 7;
 }
 
-static void pvars_read(unsigned long long *handled, unsigned long long *pred)
+/* handled: calls nvfabric's engine ran; seen: calls nvfabric saw (handled + delegated). */
+static void pvars_read(unsigned long long *handled, unsigned long long *seen,
+                       unsigned long long *pred)
 {
-    *handled = *pred = 0;
+    unsigned long long delegated = 0;
+    *handled = *seen = *pred = 0;
     if (!have_pvars)
         return;
     MPI_T_pvar_read(session, h_handled, handled);
+    MPI_T_pvar_read(session, h_delegated, &delegated);
     MPI_T_pvar_read(session, h_pred, pred);
+    *seen = *handled + delegated;
 }
 
 typedef struct {
@@ -128,12 +143,12 @@ static double memcpy_bandwidth(size_t bytes)
     memset(b, 2, bytes);
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(ctrl);
         double t0 = now();
         memcpy(b, a, bytes);
         memcpy(a, b, bytes);
         double t = now() - t0, tmax;
-        MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, ctrl);
         if (tmax < best)
             best = tmax;
     }
@@ -147,6 +162,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "ompi_comm_coll_preference", "^nvfabric");
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &ctrl);
+        MPI_Info_free(&info);
+    }
     const char *modules_arg = "nvfabric,tuned,han,sm";
     const char *type_arg = "float";
     const char *csv_path = NULL;
@@ -247,12 +269,12 @@ int main(int argc, char **argv)
         /* iterations per repetition from a timed probe on the first module */
         int iters = 1;
         {
-            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Barrier(ctrl);
             double t0 = now();
             for (int i = 0; i < 3; i++)
                 MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mods[0].comm);
             double t = (now() - t0) / 3, tmax;
-            MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, ctrl);
             iters = (int)(target_s / (tmax > 1e-7 ? tmax : 1e-7));
             if (iters < 2)
                 iters = 2;
@@ -264,10 +286,10 @@ int main(int argc, char **argv)
             module_t *mod = &mods[m];
             double times[101];
             long wrong = 0;
-            unsigned long long h0, p0, h1, p1;
+            unsigned long long h0, s0, p0, h1, s1, p1;
             for (int i = 0; i < 2; i++) /* warm-up */
                 MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mod->comm);
-            pvars_read(&h0, &p0);
+            pvars_read(&h0, &s0, &p0);
             for (int r = 0; r < reps; r++) {
                 memset(rbuf, 0xA5, bytes);
                 MPI_Barrier(mod->comm);
@@ -276,12 +298,17 @@ int main(int argc, char **argv)
                     MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mod->comm);
                 double t = (now() - t0) / iters, tmax;
                 wrong += count_wrong(&bt, rbuf, n);
-                MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, ctrl);
                 times[r] = tmax;
             }
-            pvars_read(&h1, &p1);
+            pvars_read(&h1, &s1, &p1);
+            /* a module Open MPI did not select (e.g. han on a single node) leaves nvfabric on
+             * that communicator: its counters move */
+            int absent = m != nvf_index && s1 > s0, any_absent;
+            MPI_Allreduce(&absent, &any_absent, 1, MPI_INT, MPI_MAX, ctrl);
+            mod->absent = any_absent != 0;
             long wrong_all;
-            MPI_Allreduce(&wrong, &wrong_all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(&wrong, &wrong_all, 1, MPI_LONG, MPI_SUM, ctrl);
             qsort(times, (size_t)reps, sizeof(double), cmp_double);
             mod->us = times[reps / 2] * 1e6;
             mod->algbw = (double)bytes / (mod->us * 1e-6) / 1e9;
@@ -297,7 +324,9 @@ int main(int argc, char **argv)
         if (rank == 0) {
             printf("%12zu %11zu %7s %5s", bytes, n, bt.name, "sum");
             for (int m = 0; m < nmods; m++) {
-                if (mods[m].wrong)
+                if (mods[m].absent)
+                    printf(" | %-8.8s %9s %8s %8s %6s", "", "n/a", "-", "-", "-");
+                else if (mods[m].wrong)
                     printf(" | %-8.8s %9s %8s %8s %6ld", "", "WRONG", "-", "-", mods[m].wrong);
                 else
                     printf(" | %-8.8s %9.2f %8.3f %8.3f %6ld", "", mods[m].us, mods[m].algbw,
@@ -305,19 +334,25 @@ int main(int argc, char **argv)
             }
             if (nvf_index >= 0) {
                 printf(" |");
-                for (int m = 0; m < nmods; m++)
-                    if (m != nvf_index)
+                for (int m = 0; m < nmods; m++) {
+                    if (m == nvf_index)
+                        continue;
+                    if (mods[m].absent || mods[m].wrong || mods[nvf_index].wrong)
+                        printf(" %8s", "-");
+                    else
                         printf(" %7.2fx", mods[m].us / mods[nvf_index].us);
+                }
                 printf(" %7.0f%% %9.2f", handled_frac * 100, model_us);
             }
             printf("\n");
             fflush(stdout);
             if (csv)
                 for (int m = 0; m < nmods; m++)
-                    fprintf(csv, "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f\n", nranks, bytes,
-                            n, bt.name, mods[m].name, mods[m].us, mods[m].algbw, mods[m].busbw,
-                            mods[m].wrong, m == nvf_index ? handled_frac : 0,
-                            m == nvf_index ? model_us : 0);
+                    if (!mods[m].absent)
+                        fprintf(csv, "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f\n", nranks,
+                                bytes, n, bt.name, mods[m].name, mods[m].us, mods[m].algbw,
+                                mods[m].busbw, mods[m].wrong, m == nvf_index ? handled_frac : 0,
+                                m == nvf_index ? model_us : 0);
         }
     }
     if (csv)
@@ -326,8 +361,10 @@ int main(int argc, char **argv)
     free(rbuf);
     for (int m = 0; m < nmods; m++)
         MPI_Comm_free(&mods[m].comm);
+    MPI_Comm_free(&ctrl);
     if (have_pvars) {
         MPI_T_pvar_handle_free(session, &h_handled);
+        MPI_T_pvar_handle_free(session, &h_delegated);
         MPI_T_pvar_handle_free(session, &h_pred);
         MPI_T_pvar_session_free(&session);
     }
