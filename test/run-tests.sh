@@ -29,8 +29,9 @@ build() {
             mkdir -p "$NVF_BUILD" && (cd "$NVF_BUILD" && "$NVF_SRC/configure" --enable-werror) >"$NVF_BUILD.configure.log" 2>&1 ||
             { echo "configure failed: see $NVF_BUILD.configure.log"; exit 1; }
     fi
-    make -C "$NVF_BUILD" -j"$jobs" all check-programs-build >/dev/null 2>"$NVF_BUILD/make.err" ||
-        { cat "$NVF_BUILD/make.err"; echo "build failed"; exit 1; }
+    # in sequence: one make for both would build shared objects twice at once
+    { make -C "$NVF_BUILD" -j"$jobs" all && make -C "$NVF_BUILD" -j"$jobs" check-programs-build; } \
+        >/dev/null 2>"$NVF_BUILD/make.err" || { cat "$NVF_BUILD/make.err"; echo "build failed"; exit 1; }
     rm -rf "$NVF_BUILD/stage"
     make -C "$NVF_BUILD" install DESTDIR="$NVF_BUILD/stage" >/dev/null 2>&1 ||
         { echo "make install DESTDIR failed"; exit 1; }
