@@ -12,8 +12,8 @@
  * speed-up over each other module and, from its MPI_T counters, the share of calls it handled
  * and its cost model's predicted time. A module Open MPI does not put on its communicator
  * (coll/han declines communicators that live on one node) is shown as n/a: nvfabric's counters
- * reveal that it served that communicator instead. Before the table: this machine's memory-copy bandwidth
- * with all ranks copying at once, the floor a shared-memory allreduce can approach.
+ * reveal that it served that communicator instead. Before the table: this machine's memory-copy
+ * bandwidth with all ranks copying at once, the floor a shared-memory allreduce can approach.
  *
  *   mpirun -np 4 ./nvf_allreduce_bench [--modules nvfabric,tuned,han,sm] [--min 8]
  *          [--max 67108864] [--type float|double|int] [--reps 5] [--csv FILE]

@@ -132,8 +132,8 @@ static nvf_status_t setup(nvf_comm_t *c)
             st = NVF_ERR_PEER;
             snprintf(err, sizeof(err), "the node leader could not create its segment");
         } else {
-            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets,
-                                cfg->shm_block_bytes, err, sizeof(err));
+            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets, cfg->shm_block_bytes,
+                                err, sizeof(err));
         }
     }
     free(recs);
@@ -182,7 +182,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
             if (!said && c->oob.rank == 0) {
                 said = true;
                 nvf_error("engine unavailable on a communicator of %d ranks, delegating its "
-                          "calls: %s", c->oob.size, c->why);
+                          "calls: %s",
+                          c->oob.size, c->why);
             }
         }
     }
@@ -196,8 +197,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
             *why = "device and managed memory: the device stage is not integrated yet";
         return NVF_ERR_UNSUPPORTED;
     }
-    nvf_plan_shape_t shape = {count, nvf_dtype_size(dt), c->topo.local_size, c->topo.nnodes,
-                              c->topo.uniform};
+    nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.local_size,
+                              c->topo.nnodes, c->topo.uniform,    false};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op);
     if (report != NULL) {

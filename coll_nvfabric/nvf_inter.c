@@ -99,6 +99,22 @@ static void ring_piece(size_t count, int p, int j, size_t *first, size_t *len)
     *len = base + (uj < extra ? 1 : 0);
 }
 
+/* Halving-doubling: the range [lo, hi) of count elements that virtual peer vid owns after
+ * `steps` halvings (distances q/2, q/4, ...): at each, the peer whose bit is set keeps the upper
+ * half. After log q halvings vid owns the vid-th piece. */
+static void rhd_range(size_t count, int q, int vid, int steps, size_t *lo, size_t *hi)
+{
+    *lo = 0;
+    *hi = count;
+    for (int t = 0; t < steps; t++) {
+        size_t mid = *lo + (*hi - *lo) / 2;
+        if (vid & (q >> (t + 1)))
+            *lo = mid;
+        else
+            *hi = mid;
+    }
+}
+
 static void set_xfer(nvf_inter_xfer_t *x, int peer, char *ptr, size_t elems, int action)
 {
     x->peer = peer;
@@ -133,10 +149,37 @@ static void plan_step(nvf_inter_op_t *op)
         }
         return;
     }
-    /* recursive doubling: step 0 is the fold, steps 1..k the exchanges, the last the unfold */
+    /* recursive doubling and halving-doubling: step 0 is the fold, the last the unfold */
     const int q = largest_pow2_le(p), rem = p - q, k = log2_exact(q);
     const bool folded = me < 2 * rem;
     int s = op->step;
+    if (op->alg == NVF_INTER_RHD && s > 0 && s <= 2 * k) {
+        int vid = rd_vid(p, me);
+        if (vid < 0)
+            return; /* folded away: idle until the unfold */
+        size_t lo, hi, klo, khi;
+        if (s <= k) { /* halving: keep one half of my range, send the other, distance q/2^s */
+            int d = q >> s;
+            rhd_range(op->count, q, vid, s - 1, &lo, &hi);
+            rhd_range(op->count, q, vid, s, &klo, &khi);
+            size_t slo = klo == lo ? khi : lo, shi = klo == lo ? hi : klo;
+            int partner = rd_real(p, vid ^ d);
+            set_xfer(&op->send, partner, op->buf + slo * op->esize, shi - slo, ACT_NONE);
+            set_xfer(&op->recv, partner, op->buf + klo * op->esize, khi - klo,
+                     partner < me ? ACT_REDUCE_THEIRS_FIRST : ACT_REDUCE_MINE_FIRST);
+        } else { /* doubling: send my range, receive my partner's, distance 2^(s-k-1) */
+            int j = s - k - 1, d = 1 << j;
+            rhd_range(op->count, q, vid, k - j, &lo, &hi);       /* mine now */
+            rhd_range(op->count, q, vid, k - j - 1, &klo, &khi); /* mine after */
+            size_t rlo = klo == lo ? hi : klo, rhi = klo == lo ? khi : lo;
+            int partner = rd_real(p, vid ^ d);
+            set_xfer(&op->send, partner, op->buf + lo * op->esize, hi - lo, ACT_NONE);
+            set_xfer(&op->recv, partner, op->buf + rlo * op->esize, rhi - rlo, ACT_COPY);
+        }
+        return;
+    }
+    if (op->alg == NVF_INTER_RHD && s > 2 * k)
+        s = k + 1; /* the unfold below */
     if (s == 0) {
         if (folded && me % 2 == 0)
             set_xfer(&op->send, me + 1, op->buf, op->count, ACT_NONE);
@@ -175,6 +218,8 @@ void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t
         op->nsteps = 0;
     else if (alg == NVF_INTER_RING)
         op->nsteps = 2 * (p - 1);
+    else if (alg == NVF_INTER_RHD)
+        op->nsteps = 2 + 2 * log2_exact(largest_pow2_le(p));
     else
         op->nsteps = 2 + log2_exact(largest_pow2_le(p));
 }
@@ -188,7 +233,7 @@ static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elem
     case ACT_REDUCE_MINE_FIRST: /* dst = dst op data */
         op->red(dst, data, elems);
         break;
-    case ACT_REDUCE_THEIRS_FIRST: /* dst = data op dst: the lower-ranked operand first */
+    case ACT_REDUCE_THEIRS_FIRST:          /* dst = data op dst: the lower-ranked operand first */
         op->red((void *)data, dst, elems); /* the slot is ours until released */
         memcpy(dst, data, bytes);
         break;
@@ -230,10 +275,15 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
                 break;
             size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
-            /* recursive doubling sends and receives the same buffer: a received chunk may be
-             * folded in only after my own copy of it has been put on the wire */
-            if (r->ptr == s->ptr && s->peer >= 0 && s->issued < r->issued + n)
-                break;
+            /* recursive doubling sends and receives the same region: a received chunk may be
+             * folded in only once the part of my send it overlaps has been put on the wire */
+            if (s->peer >= 0 && s->issued < s->elems) {
+                const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
+                const char *u0 = s->ptr + s->issued * op->esize,
+                           *u1 = s->ptr + s->elems * op->esize;
+                if (c0 < u1 && u0 < c1)
+                    break;
+            }
             if (!tp->send_idle(tp->ctx, false))
                 break; /* a put may still read what this message would overwrite */
             process(op, data, r->issued, n);
@@ -253,4 +303,3 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
     *done = tp->send_idle(tp->ctx, false);
     return NVF_OK;
 }
-

@@ -24,12 +24,12 @@ struct nvf_comm {
     nvf_config_t cfg;
     nvf_oob_t oob;
     nvf_setup_state_t state;
-    char why[160];      /* why setup failed (static for the life of the comm) */
+    char why[160]; /* why setup failed (static for the life of the comm) */
     nvf_topo_t topo;
-    nvf_shm_t shm;      /* my node's segment */
-    nvf_rail_t rail;    /* my rail, when there are several nodes */
+    nvf_shm_t shm;   /* my node's segment */
+    nvf_rail_t rail; /* my rail, when there are several nodes */
     bool have_rail;
-    uint64_t seq;       /* blocks started on this communicator */
+    uint64_t seq; /* blocks started on this communicator */
     nvf_plan_cache_t plans;
 };
 

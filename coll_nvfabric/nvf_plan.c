@@ -36,19 +36,41 @@ double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, do
         return steps * (a + xfer_us(bytes, cfg->inter_bw_gbs)) +
                ceil_log2(p2) * xfer_us(bytes, cfg->reduce_bw_gbs);
     }
+    if (alg == NVF_INTER_RHD) {
+        /* fold (non-power-of-two), log q halving steps, log q doubling steps, unfold */
+        int q = 1 << (ceil_log2(p + 1) - 1);
+        double fold = q != p ? 2 * (a + xfer_us(bytes, cfg->inter_bw_gbs)) : 0;
+        return fold + 2.0 * ceil_log2(q) * a +
+               xfer_us(2.0 * (q - 1) / q * bytes, cfg->inter_bw_gbs) +
+               xfer_us((double)(q - 1) / q * bytes, cfg->reduce_bw_gbs);
+    }
     /* ring: 2(p-1) steps of bytes/p each, (p-1) of them reduce */
     return 2.0 * (p - 1) * a + xfer_us(2.0 * (p - 1) / p * bytes, cfg->inter_bw_gbs) +
            xfer_us((double)(p - 1) / p * bytes, cfg->reduce_bw_gbs);
 }
 
-double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh,
-                        const nvf_plan_t *plan)
+double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, const nvf_plan_t *plan)
 {
     const double S = (double)sh->count * (double)sh->esize;
     const double L = sh->local_size;
     const double ai = cfg->intra_alpha_us, bc = cfg->intra_bw_gbs, br = cfg->reduce_bw_gbs;
     const double blk = (double)plan->block_elems * (double)sh->esize;
     const double nb = blk > 0 ? ceil(S / blk) : 1;
+    if (sh->device) {
+        /* CUDA IPC: reduce-scatter by direct loads of (L-1)/L of the data from the peers,
+         * all-gather by direct stores of as much; one-shot reads every peer's whole buffer */
+        double intra = plan->alg == NVF_ALG_ONESHOT
+                           ? 2 * ai + xfer_us((L - 1) * S, bc) + xfer_us(L * S, br)
+                           : (2 + nb) * ai + xfer_us(2 * (L - 1) / L * S, bc) + xfer_us(S, br);
+        if (plan->alg != NVF_ALG_HIER)
+            return intra;
+        double part = plan->split == NVF_SPLIT_EVEN ? S / L : S;
+        if (plan->split == NVF_SPLIT_LEADER)
+            intra = (2 + nb) * ai + xfer_us(2 * (L - 1) * S, bc) + xfer_us(L * S, br);
+        double inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, part / nb);
+        double hi = intra > inter ? intra : inter, lo = intra > inter ? inter : intra;
+        return hi + lo / (nb > 1 ? nb : 1);
+    }
     switch (plan->alg) {
     case NVF_ALG_ONESHOT:
         /* copy in, one flag round, reduce all L inputs */
@@ -72,56 +94,75 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh,
     return 0;
 }
 
-static size_t block_elems_for(const nvf_config_t *cfg, const nvf_plan_shape_t *sh)
-{
-    size_t be = cfg->shm_block_bytes / sh->esize;
-    return be ? be : 1;
-}
-
 static void finish(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *p)
 {
     p->predicted_us = nvf_plan_predict(cfg, sh, p);
+}
+
+/* Pipeline block sizes to try: the segment's block (the largest possible), and 1/4, 1/16 and
+ * 1/64 of it, down to 16 KiB: small blocks overlap the stages better, large ones pay the
+ * per-block latencies fewer times (ring and halving-doubling latencies grow with the nodes). */
+#define NVF_PLAN_BLOCKS 4
+
+static size_t block_candidate(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, int k)
+{
+    size_t bytes = cfg->shm_block_bytes >> (2 * k);
+    if (k > 0 && bytes < 16384)
+        return 0;
+    size_t be = bytes / sh->esize;
+    return be ? be : 1;
 }
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan)
 {
     const size_t bytes = sh->count * sh->esize;
     memset(plan, 0, sizeof(*plan));
-    plan->block_elems = block_elems_for(cfg, sh);
+    plan->block_elems = block_candidate(cfg, sh, 0);
     plan->depth = cfg->pipeline_depth;
     if (sh->nnodes <= 1) {
         if (bytes <= cfg->one_shot_max_bytes) {
             plan->alg = NVF_ALG_ONESHOT;
             plan->depth = 1;
-            plan->name = "host:oneshot";
+            plan->name = sh->device ? "ipc:oneshot" : "host:oneshot";
         } else {
             plan->alg = NVF_ALG_TWOSHOT;
-            plan->name = "host:twoshot";
+            plan->name = sh->device ? "ipc:twoshot" : "host:twoshot";
         }
         finish(cfg, sh, plan);
         return;
     }
-    /* several nodes: the rail-aligned plan where nodes are alike, the leader plan always; the
-     * inter-node algorithm by the bytes each rail carries per block */
-    static const char *const names[2][3] = {
-        {"hier:even", "hier:even+rd", "hier:even+ring"},
-        {"hier:leader", "hier:leader+rd", "hier:leader+ring"},
+    /* several nodes: the rail-aligned plan where nodes are alike, the leader plan always; per
+     * block size, the inter-node algorithm by the bytes each rail carries per block (small:
+     * recursive doubling; large: whichever of ring and halving-doubling the model prefers) */
+    static const char *const names[2][4] = {
+        {"hier:even", "hier:even+rd", "hier:even+ring", "hier:even+rhd"},
+        {"hier:leader", "hier:leader+rd", "hier:leader+ring", "hier:leader+rhd"},
     };
     nvf_plan_t best = {0};
     best.predicted_us = INFINITY;
-    for (int s = 0; s < 2; s++) {
-        nvf_plan_t p = *plan;
-        p.alg = NVF_ALG_HIER;
-        p.split = s == 0 ? NVF_SPLIT_EVEN : NVF_SPLIT_LEADER;
-        if (p.split == NVF_SPLIT_EVEN && (!sh->uniform || sh->local_size < 2))
-            continue;
-        size_t blk_bytes = (p.block_elems < sh->count ? p.block_elems : sh->count) * sh->esize;
-        size_t rail_bytes = p.split == NVF_SPLIT_EVEN ? blk_bytes / (size_t)sh->local_size : blk_bytes;
-        p.inter = rail_bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : NVF_INTER_RING;
-        p.name = names[s][p.inter];
-        finish(cfg, sh, &p);
-        if (p.predicted_us < best.predicted_us)
-            best = p;
+    for (int k = 0; k < NVF_PLAN_BLOCKS; k++) {
+        size_t be = block_candidate(cfg, sh, k);
+        if (be == 0 || (k > 0 && be >= sh->count))
+            continue; /* a block no smaller than the message was tried already */
+        for (int s = 0; s < 2; s++) {
+            nvf_plan_t p = *plan;
+            p.alg = NVF_ALG_HIER;
+            p.block_elems = be;
+            p.split = s == 0 ? NVF_SPLIT_EVEN : NVF_SPLIT_LEADER;
+            if (p.split == NVF_SPLIT_EVEN && (!sh->uniform || sh->local_size < 2))
+                continue;
+            size_t blk_bytes = (be < sh->count ? be : sh->count) * sh->esize;
+            size_t rail_bytes =
+                p.split == NVF_SPLIT_EVEN ? blk_bytes / (size_t)sh->local_size : blk_bytes;
+            const nvf_inter_alg_t large[] = {NVF_INTER_RING, NVF_INTER_RHD};
+            for (int a = 0; a < 2; a++) {
+                p.inter = rail_bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : large[a];
+                p.name = names[s][p.inter];
+                finish(cfg, sh, &p);
+                if (p.predicted_us < best.predicted_us)
+                    best = p;
+            }
+        }
     }
     *plan = best;
 }
@@ -129,11 +170,14 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
 const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,
                                const nvf_plan_shape_t *shape)
 {
-    size_t h = (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize) % NVF_PLAN_CACHE_SIZE;
-    if (cache->e[h].count != shape->count || cache->e[h].esize != shape->esize) {
+    size_t h = (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize * 2 + shape->device) %
+               NVF_PLAN_CACHE_SIZE;
+    if (cache->e[h].count != shape->count || cache->e[h].esize != shape->esize ||
+        cache->e[h].device != shape->device) {
         nvf_plan_choose(cfg, shape, &cache->e[h].plan);
         cache->e[h].count = shape->count;
         cache->e[h].esize = shape->esize;
+        cache->e[h].device = shape->device;
     }
     return &cache->e[h].plan;
 }

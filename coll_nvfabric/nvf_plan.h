@@ -23,6 +23,7 @@ typedef enum nvf_inter_alg {
     NVF_INTER_NONE,
     NVF_INTER_RD,   /* recursive doubling, with the non-power-of-two fold */
     NVF_INTER_RING, /* ring reduce-scatter + all-gather */
+    NVF_INTER_RHD,  /* recursive halving reduce-scatter + recursive doubling all-gather */
 } nvf_inter_alg_t;
 
 typedef struct nvf_plan {
@@ -42,6 +43,8 @@ typedef struct nvf_plan_shape {
     int local_size; /* ranks on my node */
     int nnodes;
     bool uniform; /* every node has local_size ranks */
+    bool device;  /* device buffers: intra-node parts read peers' buffers directly (CUDA IPC)
+                   * instead of copying through the node's segment */
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
@@ -51,11 +54,13 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *shape,
 /* Inter-node time of one allreduce of `bytes` among `p` rail peers. */
 double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, double bytes);
 
-/* A small cache of chosen plans per communicator, keyed by (count, esize). */
+/* A small cache of chosen plans per communicator, keyed by (count, esize, device); the rest
+ * of the shape is fixed for a communicator. */
 #define NVF_PLAN_CACHE_SIZE 32
 typedef struct nvf_plan_cache {
     struct {
         size_t count, esize;
+        bool device;
         nvf_plan_t plan;
     } e[NVF_PLAN_CACHE_SIZE];
 } nvf_plan_cache_t;

@@ -65,7 +65,8 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
     memset(rail, 0, sizeof(*rail));
     nvf_status_t st = NVF_OK;
     const int maxp = nvf_inter_max_peers(topo->nnodes);
-    int *send_to = calloc((size_t)maxp, sizeof(int)), *recv_from = calloc((size_t)maxp, sizeof(int));
+    int *send_to = calloc((size_t)maxp, sizeof(int)),
+        *recv_from = calloc((size_t)maxp, sizeof(int));
     int *peers = calloc(2 * (size_t)maxp, sizeof(int));
     int nsend = 0, nrecv = 0, npeers = 0;
     uint64_t *lens = calloc((size_t)oob->size, sizeof(uint64_t));
@@ -95,7 +96,7 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
                 add_peer(peers, &npeers, recv_from[i] = rail->rank_of[recv_from[i]]);
             st = nvf_ucx_ctx_acquire(&own->ucx);
             if (st == NVF_OK) {
-                nvf_ucx_mesh_params_t mp = {topo->rank, send_to, nsend, recv_from,
+                nvf_ucx_mesh_params_t mp = {topo->rank, send_to,          nsend,     recv_from,
                                             nrecv,      NVF_INTER_NSLOTS, slot_bytes};
                 st = nvf_ucx_mesh_create(own->ucx, &mp, &own->mesh, &blob, &blob_len);
             }

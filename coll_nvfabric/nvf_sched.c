@@ -31,8 +31,8 @@ enum blk_state { B_COPYIN, B_REDUCE, B_INTER, B_PUBLISH, B_COPYOUT, B_DONE };
 
 typedef struct blk {
     uint64_t seq;
-    size_t first; /* first element of the call in this block */
-    size_t n;     /* elements in this block */
+    size_t first;  /* first element of the call in this block */
+    size_t n;      /* elements in this block */
     size_t lo, hi; /* my part of the block */
     int set;
     enum blk_state state;
@@ -66,7 +66,8 @@ static void publish(nvf_flag_t *flag, uint64_t seq)
 static void my_part(const nvf_plan_t *plan, int me, int L, size_t n, size_t esize, size_t *lo,
                     size_t *hi)
 {
-    if (plan->alg == NVF_ALG_ONESHOT || (plan->alg == NVF_ALG_HIER && plan->split == NVF_SPLIT_LEADER)) {
+    if (plan->alg == NVF_ALG_ONESHOT ||
+        (plan->alg == NVF_ALG_HIER && plan->split == NVF_SPLIT_LEADER)) {
         *lo = 0;
         *hi = (me == 0 || plan->alg == NVF_ALG_ONESHOT) ? n : 0;
         return;
@@ -131,7 +132,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
                               ? r->in + (b->first + b->lo) * e
                               : nvf_shm_in(shm, b->set, k) + b->lo * e;
             char *dst = r->plan->alg == NVF_ALG_ONESHOT ? r->out + b->first * e
-                                                         : nvf_shm_res(shm, b->set) + b->lo * e;
+                                                        : nvf_shm_res(shm, b->set) + b->lo * e;
             nvf_reduce_many(r->dt, r->op, dst, srcs, r->L, b->hi - b->lo);
         }
         if (r->plan->alg == NVF_ALG_ONESHOT) {
@@ -232,7 +233,8 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
         /* start the next block once its buffer set is free on every local rank */
         if (next < nblocks && next - head < (size_t)depth) {
             uint64_t seq = seq0 + next;
-            if (seq <= (uint64_t)shm->nsets || all_at_least(shm, DONE_SEQ, seq - (uint64_t)shm->nsets)) {
+            if (seq <= (uint64_t)shm->nsets ||
+                all_at_least(shm, DONE_SEQ, seq - (uint64_t)shm->nsets)) {
                 blk_t *b = &blocks[next % (size_t)depth];
                 b->seq = seq;
                 b->set = (int)(seq % (uint64_t)shm->nsets);

@@ -130,8 +130,10 @@ nvf_status_t nvf_shm_attach(nvf_shm_t *s, const char *name, int nlocal, int nset
     atomic_thread_fence(memory_order_acquire);
     if (s->hdr->magic != NVF_SHM_MAGIC || s->hdr->nlocal != (uint32_t)nlocal ||
         s->hdr->nsets != (uint32_t)nsets || s->hdr->block_bytes != block_bytes) {
-        snprintf(err, errlen, "segment %s has an unexpected header (different parameters on "
-                              "different ranks?)", s->name);
+        snprintf(err, errlen,
+                 "segment %s has an unexpected header (different parameters on "
+                 "different ranks?)",
+                 s->name);
         munmap(s->base, s->size);
         s->base = NULL;
         return NVF_ERR_INVALID;
@@ -140,8 +142,7 @@ nvf_status_t nvf_shm_attach(nvf_shm_t *s, const char *name, int nlocal, int nset
     return NVF_OK;
 }
 
-nvf_status_t nvf_shm_private(nvf_shm_t *s, int nsets, size_t block_bytes, char *err,
-                             size_t errlen)
+nvf_status_t nvf_shm_private(nvf_shm_t *s, int nsets, size_t block_bytes, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
     s->size = nvf_shm_bytes(1, nsets, block_bytes);

@@ -44,7 +44,7 @@ typedef struct nvf_shm_header {
 typedef struct nvf_shm {
     void *base;
     size_t size;
-    bool shared;   /* false: private memory of a one-rank group */
+    bool shared; /* false: private memory of a one-rank group */
     bool unlinked;
     char name[64];
     nvf_shm_header_t *hdr;
@@ -66,8 +66,7 @@ nvf_status_t nvf_shm_create(nvf_shm_t *s, int nlocal, int nsets, size_t block_by
 nvf_status_t nvf_shm_attach(nvf_shm_t *s, const char *name, int nlocal, int nsets,
                             size_t block_bytes, char *err, size_t errlen);
 /* One-rank groups: the same layout in private memory. */
-nvf_status_t nvf_shm_private(nvf_shm_t *s, int nsets, size_t block_bytes, char *err,
-                             size_t errlen);
+nvf_status_t nvf_shm_private(nvf_shm_t *s, int nsets, size_t block_bytes, char *err, size_t errlen);
 /* Leader, once every local rank has attached: remove the name. Idempotent. */
 void nvf_shm_unlink(nvf_shm_t *s);
 /* Unmap (and unlink if still named and this rank created it). */

@@ -21,7 +21,8 @@ void nvf_host_key(char key[NVF_HOST_KEY_LEN])
         fclose(f);
         boot[strcspn(boot, "\n")] = '\0';
     }
-    unsigned long long ipc_ns = stat("/proc/self/ns/ipc", &ipc) == 0 ? (unsigned long long)ipc.st_ino : 0;
+    unsigned long long ipc_ns =
+        stat("/proc/self/ns/ipc", &ipc) == 0 ? (unsigned long long)ipc.st_ino : 0;
     memset(key, 0, NVF_HOST_KEY_LEN);
     snprintf(key, NVF_HOST_KEY_LEN, "%s|%s|%llx", host, boot, ipc_ns);
 }
@@ -63,9 +64,9 @@ nvf_status_t nvf_topo_build(nvf_topo_t *t, int rank, int size, const char *keys,
     int nhosts = 0;
     for (int r = 0; r < size; r++) {
         int h = 0;
-        while (h < nhosts && memcmp(keys + (size_t)r * NVF_HOST_KEY_LEN,
-                                    keys + (size_t)host_rep[h] * NVF_HOST_KEY_LEN,
-                                    NVF_HOST_KEY_LEN) != 0)
+        while (h < nhosts &&
+               memcmp(keys + (size_t)r * NVF_HOST_KEY_LEN,
+                      keys + (size_t)host_rep[h] * NVF_HOST_KEY_LEN, NVF_HOST_KEY_LEN) != 0)
             h++;
         if (h == nhosts) {
             host_rep[nhosts] = r;

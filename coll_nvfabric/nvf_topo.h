@@ -15,18 +15,18 @@
 void nvf_host_key(char key[NVF_HOST_KEY_LEN]);
 
 typedef struct nvf_topo {
-    int size;           /* ranks in the communicator */
-    int rank;           /* my rank */
+    int size; /* ranks in the communicator */
+    int rank; /* my rank */
     int nnodes;
-    int node;           /* my node, 0..nnodes-1 (nodes ordered by their lowest rank) */
-    int local_rank;     /* my index within my node (members ordered by rank) */
-    int local_size;     /* ranks on my node */
-    int *node_of;       /* [size] node of each rank */
-    int *local_of;      /* [size] local index of each rank */
-    int *node_size;     /* [nnodes] ranks per node */
-    int *node_first;    /* [nnodes] offset of each node's members in `members` */
-    int *members;       /* [size] ranks grouped by node, each node's in rank order */
-    bool uniform;       /* every node has the same number of ranks */
+    int node;        /* my node, 0..nnodes-1 (nodes ordered by their lowest rank) */
+    int local_rank;  /* my index within my node (members ordered by rank) */
+    int local_size;  /* ranks on my node */
+    int *node_of;    /* [size] node of each rank */
+    int *local_of;   /* [size] local index of each rank */
+    int *node_size;  /* [nnodes] ranks per node */
+    int *node_first; /* [nnodes] offset of each node's members in `members` */
+    int *members;    /* [size] ranks grouped by node, each node's in rank order */
+    bool uniform;    /* every node has the same number of ranks */
 } nvf_topo_t;
 
 /* keys: size * NVF_HOST_KEY_LEN bytes, rank order. vnode_size > 0 cuts each host's ranks (in

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
                 void **in = malloc(sizeof(void *) * (size_t)size);
                 for (int r = 0; r < size; r++) {
                     in[r] = malloc(n * es);
-                    nvf_ref_fill(dts[t], ops[o], NVF_REF_RANDOM, in[r], n, seed * 7919 + (unsigned)r);
+                    nvf_ref_fill(dts[t], ops[o], NVF_REF_RANDOM, in[r], n,
+                                 seed * 7919 + (unsigned)r);
                 }
                 seed++;
                 void *ref = malloc(n * es), *out = malloc(n * es);
@@ -53,13 +54,15 @@ int main(int argc, char **argv)
                 uint64_t first = 0;
                 for (int rep = 0; rep < 3; rep++) {
                     memset(out, 0xA5, n * es);
-                    MPI_Allreduce(in[rank], out, (int)n, types[t], nvf_mpi_op(ops[o]), MPI_COMM_WORLD);
+                    MPI_Allreduce(in[rank], out, (int)n, types[t], nvf_mpi_op(ops[o]),
+                                  MPI_COMM_WORLD);
                     uint64_t h = fnv1a(out, n * es), h0 = h;
                     MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
                     runs++;
                     if (h != h0) {
                         failures++;
-                        fprintf(stderr, "FAIL rank %d: %s %s n=%zu rep %d: result differs from rank 0's\n",
+                        fprintf(stderr,
+                                "FAIL rank %d: %s %s n=%zu rep %d: result differs from rank 0's\n",
                                 rank, types[t] == MPI_FLOAT ? "float" : "double",
                                 nvf_ref_op_name(ops[o]), n, rep);
                     }
@@ -67,25 +70,31 @@ int main(int argc, char **argv)
                         first = h;
                     else if (h != first) {
                         failures++;
-                        fprintf(stderr, "FAIL rank %d: n=%zu: repeat %d gave other bits\n", rank, n, rep);
+                        fprintf(stderr, "FAIL rank %d: n=%zu: repeat %d gave other bits\n", rank, n,
+                                rep);
                     }
                 }
                 /* values: within the rounding any order may introduce */
                 long bad = 0;
                 for (size_t i = 0; i < n; i++) {
                     double got = dts[t] == NVF_DTYPE_FLOAT ? ((float *)out)[i] : ((double *)out)[i];
-                    double want = dts[t] == NVF_DTYPE_FLOAT ? ((float *)ref)[i] : ((double *)ref)[i];
+                    double want =
+                        dts[t] == NVF_DTYPE_FLOAT ? ((float *)ref)[i] : ((double *)ref)[i];
                     double mag = 0;
                     for (int r = 0; r < size; r++)
-                        mag += fabs(dts[t] == NVF_DTYPE_FLOAT ? ((float *)in[r])[i] : ((double *)in[r])[i]);
+                        mag += fabs(dts[t] == NVF_DTYPE_FLOAT ? ((float *)in[r])[i]
+                                                              : ((double *)in[r])[i]);
                     double eps = dts[t] == NVF_DTYPE_FLOAT ? FLT_EPSILON : DBL_EPSILON;
-                    double bound = ops[o] == NVF_OP_SUM ? 2.0 * size * eps * mag : 4.0 * size * eps * fabs(want);
+                    double bound = ops[o] == NVF_OP_SUM ? 2.0 * size * eps * mag
+                                                        : 4.0 * size * eps * fabs(want);
                     if (!(fabs(got - want) <= bound))
                         bad++;
                 }
                 if (bad) {
                     failures++;
-                    fprintf(stderr, "FAIL rank %d: n=%zu: %ld elements outside the rounding bound\n", rank, n, bad);
+                    fprintf(stderr,
+                            "FAIL rank %d: n=%zu: %ld elements outside the rounding bound\n", rank,
+                            n, bad);
                 }
                 for (int r = 0; r < size; r++)
                     free(in[r]);
@@ -97,8 +106,9 @@ int main(int argc, char **argv)
     long total = nvf_sum_world(failures);
     unsigned long long handled = after.v[NVF_PV_CALLS_HANDLED] - before.v[NVF_PV_CALLS_HANDLED];
     if (rank == 0)
-        printf("bitwise: %d ranks, %ld checked calls, %ld failures, %llu calls handled by nvfabric\n",
-               size, runs, total, handled);
+        printf(
+            "bitwise: %d ranks, %ld checked calls, %ld failures, %llu calls handled by nvfabric\n",
+            size, runs, total, handled);
     nvf_pvars_close();
     MPI_Finalize();
     return total ? 1 : 0;

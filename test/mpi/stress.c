@@ -53,14 +53,17 @@ int main(int argc, char **argv)
         do {
             ty = &nvf_mpi_types[nvf_ref_rand(&rng) % (unsigned)nvf_mpi_ntypes];
             op = (nvf_op_t)(nvf_ref_rand(&rng) % NVF_OP_COUNT);
-        } while (!nvf_ref_mpi_defines(ty->dt, op) || ty->type == MPI_BYTE ||
-                 ty->type == MPI_AINT || ty->type == MPI_OFFSET || ty->type == MPI_COUNT ||
-                 ty->type == MPI_UNSIGNED_LONG);
+        } while (!nvf_ref_mpi_defines(ty->dt, op) || ty->type == MPI_BYTE || ty->type == MPI_AINT ||
+                 ty->type == MPI_OFFSET || ty->type == MPI_COUNT || ty->type == MPI_UNSIGNED_LONG);
         /* mostly small, sometimes large */
         unsigned long long r = nvf_ref_rand(&rng);
         size_t count = (r % 4 == 0) ? 1 + r / 4 % max_count : 1 + r / 4 % 2000;
-        nvf_case_t c = {comms[k], names[k], ty->type, ty->name, ty->dt, 1, nvf_mpi_op(op), op,
-                        count, (nvf_ref_rand(&rng) & 1) != 0, NVF_REF_EXACT, rng};
+        nvf_case_t c = {comms[k],       names[k],
+                        ty->type,       ty->name,
+                        ty->dt,         1,
+                        nvf_mpi_op(op), op,
+                        count,          (nvf_ref_rand(&rng) & 1) != 0,
+                        NVF_REF_EXACT,  rng};
         bad += nvf_run_case(&c) != 0;
     }
     long total = nvf_sum_world(bad);

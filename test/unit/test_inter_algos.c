@@ -1,5 +1,6 @@
 /*
- * test_inter_algos.c: the inter-node algorithms (recursive doubling with its fold, ring) on
+ * test_inter_algos.c: the inter-node algorithms (recursive doubling with its fold, ring,
+ * recursive halving-doubling) on
  * 1..9 simulated rail peers in one process, over an in-memory transport that behaves like
  * RDMA: a put reads its source only when it "completes", at a later, random progress call, and
  * slots are credit-limited. Every peer's state machine is advanced in random order.
@@ -20,9 +21,9 @@
 #define SLOT 48
 
 typedef struct slot {
-    bool full;        /* the receiver may read it */
-    bool pending;     /* put issued, data not copied yet */
-    const char *src;  /* where a pending put reads from */
+    bool full;       /* the receiver may read it */
+    bool pending;    /* put issued, data not copied yet */
+    const char *src; /* where a pending put reads from */
     size_t len;
     char data[SLOT];
 } slot_t;
@@ -141,8 +142,13 @@ static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t
         rank_of[r] = r;
     for (int r = 0; r < p; r++) {
         ctx[r] = (peer_ctx_t){w, r};
-        rails[r] = (nvf_rail_t){p, r, rank_of, SLOT, {t_send, t_send_idle, t_recv_test,
-                                t_recv_release, t_progress, t_failed, &ctx[r]}, NULL};
+        rails[r] = (nvf_rail_t){
+            p,
+            r,
+            rank_of,
+            SLOT,
+            {t_send, t_send_idle, t_recv_test, t_recv_release, t_progress, t_failed, &ctx[r]},
+            NULL};
         nvf_inter_start(&ops[r], &rails[r], alg, bufs[r], count, dt, op);
         done[r] = false;
     }
@@ -168,8 +174,7 @@ static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t
             return true;
         }
     }
-    CHECK(0, "p=%d %s count=%zu: no progress (deadlock)", p, alg == NVF_INTER_RD ? "rd" : "ring",
-          count);
+    CHECK(0, "p=%d alg %d count=%zu: no progress (deadlock)", p, (int)alg, count);
     return false;
 }
 
@@ -188,7 +193,7 @@ static void check_case(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, n
         memcpy(again[r], in[r], count * es);
     }
     nvf_ref_reduce(dt, op, ref, in, p, count);
-    const char *name = alg == NVF_INTER_RD ? "rd" : "ring";
+    const char *name = alg == NVF_INTER_RD ? "rd" : alg == NVF_INTER_RING ? "ring" : "rhd";
     if (!run(w, p, alg, dt, op, buf, count))
         goto out;
     for (int r = 0; r < p; r++) {
@@ -223,15 +228,20 @@ int main(void)
     unsigned long long seed = 1;
     const size_t counts[] = {0, 1, 2, 3, 5, 8, 9, 12, 13, 100, 257, 1000};
     for (int p = 1; p <= MAXP; p++) {
-        for (int a = 0; a < 2; a++) {
-            nvf_inter_alg_t alg = a ? NVF_INTER_RING : NVF_INTER_RD;
+        const nvf_inter_alg_t algs[] = {NVF_INTER_RD, NVF_INTER_RING, NVF_INTER_RHD};
+        for (int a = 0; a < 3; a++) {
+            nvf_inter_alg_t alg = algs[a];
             for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-                check_case(&w, p, alg, NVF_DTYPE_INT32, NVF_OP_SUM, counts[k], NVF_REF_EXACT, seed++);
-                check_case(&w, p, alg, NVF_DTYPE_DOUBLE_INT, NVF_OP_MAXLOC, counts[k], NVF_REF_EXACT,
+                check_case(&w, p, alg, NVF_DTYPE_INT32, NVF_OP_SUM, counts[k], NVF_REF_EXACT,
                            seed++);
-                check_case(&w, p, alg, NVF_DTYPE_FLOAT, NVF_OP_SUM, counts[k], NVF_REF_RANDOM, seed++);
-                check_case(&w, p, alg, NVF_DTYPE_DOUBLE, NVF_OP_MIN, counts[k], NVF_REF_RANDOM, seed++);
-                check_case(&w, p, alg, NVF_DTYPE_UINT8, NVF_OP_BXOR, counts[k], NVF_REF_EXACT, seed++);
+                check_case(&w, p, alg, NVF_DTYPE_DOUBLE_INT, NVF_OP_MAXLOC, counts[k],
+                           NVF_REF_EXACT, seed++);
+                check_case(&w, p, alg, NVF_DTYPE_FLOAT, NVF_OP_SUM, counts[k], NVF_REF_RANDOM,
+                           seed++);
+                check_case(&w, p, alg, NVF_DTYPE_DOUBLE, NVF_OP_MIN, counts[k], NVF_REF_RANDOM,
+                           seed++);
+                check_case(&w, p, alg, NVF_DTYPE_UINT8, NVF_OP_BXOR, counts[k], NVF_REF_EXACT,
+                           seed++);
             }
         }
     }
@@ -246,7 +256,8 @@ int main(void)
                 bool found = false;
                 for (int j = 0; j < nr[to]; j++)
                     found |= r[to][j] == me;
-                CHECK(found && to != me, "p=%d: %d sends to %d, which does not expect it", p, me, to);
+                CHECK(found && to != me, "p=%d: %d sends to %d, which does not expect it", p, me,
+                      to);
                 CHECK(ns[me] <= nvf_inter_max_peers(p), "p=%d: too many peers", p);
             }
     }
