@@ -197,7 +197,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
             *why = "device and managed memory: the device stage is not integrated yet";
         return NVF_ERR_UNSUPPORTED;
     }
-    nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.local_size,
+    /* the shape must be the same on every rank: on nodes of different sizes, the largest */
+    nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.max_local,
                               c->topo.nnodes, c->topo.uniform,    false};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op);

@@ -40,7 +40,7 @@ typedef struct nvf_plan {
 typedef struct nvf_plan_shape {
     size_t count;
     size_t esize;
-    int local_size; /* ranks on my node */
+    int local_size; /* ranks per node (the largest node's, where they differ) */
     int nnodes;
     bool uniform; /* every node has local_size ranks */
     bool device;  /* device buffers: intra-node parts read peers' buffers directly (CUDA IPC)

@@ -96,9 +96,13 @@ nvf_status_t nvf_topo_build(nvf_topo_t *t, int rank, int size, const char *keys,
     t->local_rank = t->local_of[rank];
     t->local_size = t->node_size[t->node];
     t->uniform = true;
-    for (int k = 1; k < nnodes; k++)
+    t->max_local = 0;
+    for (int k = 0; k < nnodes; k++) {
         if (t->node_size[k] != t->node_size[0])
             t->uniform = false;
+        if (t->node_size[k] > t->max_local)
+            t->max_local = t->node_size[k];
+    }
     free(scratch);
     return NVF_OK;
 }

@@ -26,6 +26,7 @@ typedef struct nvf_topo {
     int *node_size;  /* [nnodes] ranks per node */
     int *node_first; /* [nnodes] offset of each node's members in `members` */
     int *members;    /* [size] ranks grouped by node, each node's in rank order */
+    int max_local;   /* ranks on the largest node (the same on every rank) */
     bool uniform;    /* every node has the same number of ranks */
 } nvf_topo_t;
 

@@ -119,9 +119,12 @@ size_t nvf_ref_size(nvf_dtype_t dt)
     }
 }
 
+/* Uniform in [lo, hi], computed in unsigned arithmetic (hi - lo may not fit a long long). */
 static long long rnd_range(unsigned long long *s, long long lo, long long hi)
 {
-    return lo + (long long)(nvf_ref_rand(s) % (unsigned long long)(hi - lo + 1));
+    unsigned long long span = (unsigned long long)hi - (unsigned long long)lo + 1;
+    unsigned long long r = span ? nvf_ref_rand(s) % span : nvf_ref_rand(s);
+    return (long long)((unsigned long long)lo + r);
 }
 
 /* A real value: exact mode small integers (powers of two for PROD), random mode fractions. */

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The hierarchical path on one machine: 2, 3 and 4 ranks cut into virtual nodes of 1, 2 and 3
+# ranks (3: nodes of different sizes), over UCX_TLS=tcp (a real network path over loopback) and
+# over shared-memory transports; every datatype x op, in place and not, exact values and the
+# counters saying the inter-node stage ran. Then bitwise agreement, a multi-communicator stress
+# run, and a UCX made unusable: one clear line, every call delegated, results still right.
+. "$NVF_SRC/test/lib.sh"
+
+grep -q "^#define NVF_HAVE_UCX 1" "$NVF_BUILD/nvf_config.h" || nvf_skip "built without UCX"
+conf="$NVF_BUILD/test/mpi/conformance"
+probe="$NVF_BUILD/test/mpi/pvar_probe"
+field() { echo "$1" | sed -n "s/^$2=//p"; }
+
+for tls in tcp "posix,sysv,cma,self"; do
+    for np in 2 3 4; do
+        for v in 1 2 3; do
+            [ $v -ge $np ] && continue # one node: covered by t_conformance
+            echo "== UCX_TLS=$tls, $np ranks, virtual nodes of $v"
+            out=$(UCX_TLS=$tls nvf_mpirun $np --mca coll_nvfabric_host on \
+                --mca coll_nvfabric_virtual_node_size $v "$probe" 2>&1) || nvf_fail "probe: $out"
+            [ "$(field "$out" coll_nvfabric_inter_calls)" -ge 1 ] ||
+                nvf_fail "the inter-node stage did not run: $out"
+            level=quick
+            [ "$tls" = tcp ] && [ "$NVF_QUICK" != 1 ] && [ $np = 4 ] && level=full
+            UCX_TLS=$tls nvf_mpirun $np --mca coll_nvfabric_host on \
+                --mca coll_nvfabric_virtual_node_size $v "$conf" --expect engine --level $level ||
+                nvf_fail "conformance, UCX_TLS=$tls, $np ranks, virtual nodes of $v"
+        done
+    done
+done
+
+echo "== bitwise and stress on 2 x 2 and 3 + 1 virtual nodes"
+for v in 2 3; do
+    UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size $v \
+        "$NVF_BUILD/test/mpi/bitwise" || nvf_fail "bitwise, virtual nodes of $v"
+    UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size $v \
+        --mca coll_nvfabric_shm_block_size 16384 --mca coll_nvfabric_one_shot_max 4096 \
+        --mca coll_nvfabric_inter_slot_size 4096 "$NVF_BUILD/test/mpi/stress" 1500 100000 ||
+        nvf_fail "stress, virtual nodes of $v"
+done
+
+echo "== UCX made unusable"
+out=$(UCX_TLS=no_such_transport nvf_mpirun 4 --mca coll_nvfabric_host on \
+    --mca coll_nvfabric_virtual_node_size 2 "$probe" 2>&1) || nvf_fail "probe failed: $out"
+echo "$out"
+echo "$out" | grep -q 'wrong_results=0' || nvf_fail "wrong results with UCX unusable"
+[ "$(field "$out" coll_nvfabric_calls_handled)" = 0 ] || nvf_fail "calls handled without UCX"
+n=$(echo "$out" | grep -c 'engine unavailable')
+[ "$n" = 1 ] || nvf_fail "expected one line saying why, got $n"
+echo "$out" | grep 'engine unavailable' | grep -q 'UCX' || nvf_fail "the line does not name UCX"
+echo ok
