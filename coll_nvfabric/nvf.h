@@ -45,6 +45,12 @@ const char *nvf_memkind_name(nvf_memkind_t kind);
 /* Where the buffers of one call live (sbuf NULL: in place). Without a CUDA driver every
  * buffer is host memory and this costs a branch; with one, one driver query per buffer. */
 nvf_memkind_t nvf_memkind_classify(const void *sbuf, const void *rbuf);
+/* The kind of each buffer (sbuf NULL: in place, *skind = *rkind). */
+nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t *skind,
+                              nvf_memkind_t *rkind);
+/* Copies bytes between any two kinds of memory (a CUDA copy when either side is device or
+ * managed memory), synchronously. */
+nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes);
 
 /* ---- configuration ------------------------------------------------------------------------ */
 typedef enum nvf_host_mode { NVF_HOST_AUTO, NVF_HOST_ON, NVF_HOST_OFF } nvf_host_mode_t;

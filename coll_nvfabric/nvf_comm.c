@@ -26,8 +26,17 @@ nvf_status_t nvf_comm_create(const nvf_config_t *cfg, const nvf_oob_t *oob, nvf_
     return NVF_OK;
 }
 
+char *nvf_comm_stage(nvf_comm_t *c)
+{
+    if (c->stage == NULL)
+        c->stage = malloc(c->cfg.shm_block_bytes);
+    return c->stage;
+}
+
 static void teardown(nvf_comm_t *c)
 {
+    free(c->stage);
+    c->stage = NULL;
     if (c->have_rail)
         nvf_rail_close(&c->rail);
     c->have_rail = false;
@@ -192,20 +201,25 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
             *why = c->why;
         return NVF_ERR_UNSUPPORTED;
     }
-    if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED) {
-        if (why)
-            *why = "device and managed memory: the device stage is not integrated yet";
-        return NVF_ERR_UNSUPPORTED;
+    /* device, managed or mixed memory: the staged path (CUDA copies through the segment); the
+     * protocol is the same as for host buffers, so ranks may pass different kinds */
+    bool in_dev = false, out_dev = false;
+    const bool device = kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED;
+    if (device) {
+        nvf_memkind_t sk, rk;
+        nvf_memkind_each(sbuf, rbuf, &sk, &rk);
+        in_dev = sk != NVF_MEM_HOST && sk != NVF_MEM_HOST_PINNED;
+        out_dev = rk != NVF_MEM_HOST && rk != NVF_MEM_HOST_PINNED;
     }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
     nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.max_local,
                               c->topo.nnodes, c->topo.uniform,    false};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
-    nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op);
+    nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (report != NULL) {
         report->plan = plan->name;
         report->inter_ran = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
-        report->device = false;
+        report->device = device;
         report->predicted_us = plan->predicted_us;
     }
     if (nvf_log_level() >= 2)

@@ -30,11 +30,17 @@ struct nvf_comm {
     nvf_rail_t rail; /* my rail, when there are several nodes */
     bool have_rail;
     uint64_t seq; /* blocks started on this communicator */
+    char *stage;  /* private host block for the staged device path (made on first use) */
     nvf_plan_cache_t plans;
 };
 
+/* A private host buffer of one block (shm_block_bytes), or NULL if out of memory. */
+char *nvf_comm_stage(nvf_comm_t *c);
+
 /* nvf_sched.c: run one call with an established communicator. */
+/* in_dev / out_dev: the input / output is not host memory: it is staged through the segment with
+ * CUDA copies (the staged device path). */
 nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                           size_t count, nvf_dtype_t dt, nvf_op_t op);
+                           size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
 
 #endif

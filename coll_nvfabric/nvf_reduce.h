@@ -25,4 +25,9 @@ nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op);
 void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
                      size_t count);
 
+/* nvf_reduce_many into out, and the same bits into out2 as well (copied piece by piece while
+ * they are in L1: cheaper than a second pass). out2 must not overlap anything. */
+void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
+                      int n, size_t count);
+
 #endif

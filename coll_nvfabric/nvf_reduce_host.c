@@ -56,8 +56,8 @@ nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op)
 /* Piece size for nvf_reduce_many: small enough that the partial result stays in L1. */
 #define NVF_REDUCE_PIECE_BYTES 8192
 
-void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
-                     size_t count)
+static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
+                          const void *const *src, int n, size_t count)
 {
     const size_t esize = nvf_dtype_size(dt);
     nvf_reduce_fn_t red = nvf_reduce_table[op][dt];
@@ -72,10 +72,24 @@ void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *
         if (n == 1) {
             if (o != (const char *)src[0] + off)
                 memcpy(o, (const char *)src[0] + off, len * esize);
-            continue;
+        } else {
+            red3(o, (const char *)src[0] + off, (const char *)src[1] + off, len);
+            for (int r = 2; r < n; r++)
+                red(o, (const char *)src[r] + off, len);
         }
-        red3(o, (const char *)src[0] + off, (const char *)src[1] + off, len);
-        for (int r = 2; r < n; r++)
-            red(o, (const char *)src[r] + off, len);
+        if (out2 != NULL)
+            memcpy((char *)out2 + off, o, len * esize);
     }
+}
+
+void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
+                     size_t count)
+{
+    reduce_pieces(dt, op, out, NULL, src, n, count);
+}
+
+void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
+                      int n, size_t count)
+{
+    reduce_pieces(dt, op, out, out2, src, n, count);
 }

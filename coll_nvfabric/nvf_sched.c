@@ -17,6 +17,8 @@
  * Up to plan->depth blocks are in flight, so block k's inter-node step overlaps block k+1's
  * copy-in and reduction and block k-1's copy-out. Waits are tests in one loop that spins,
  * drives UCX, and yields the core after cfg.spin_before_yield idle rounds (oversubscribed runs).
+ * Device buffers (the staged device path) go through the segment with CUDA copies: the input is
+ * copied whole into the input slot, the result out of the segment.
  */
 #include "nvf_internal.h"
 #include "nvf_log.h"
@@ -93,6 +95,8 @@ typedef struct run {
     size_t esize;
     int me, L;
     bool hier;
+    bool in_dev;  /* the input is device memory: copied whole into my input slot */
+    bool out_dev; /* the output is device memory: the result is copied out of the segment */
     nvf_inter_op_t iop;
     bool iop_started;
 } run_t;
@@ -110,7 +114,11 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     case B_COPYIN: {
         char *slot = nvf_shm_in(shm, b->set, r->me);
         const char *src = r->in + b->first * e;
-        if (r->plan->alg == NVF_ALG_ONESHOT) {
+        if (r->in_dev) {
+            nvf_status_t st = nvf_memcpy_any(slot, src, b->n * e);
+            if (st != NVF_OK)
+                return st;
+        } else if (r->plan->alg == NVF_ALG_ONESHOT) {
             memcpy(slot, src, b->n * e);
         } else if (r->L > 1) {
             /* everything but my own part, which I read from the user's buffer */
@@ -123,23 +131,38 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         return NVF_OK;
     }
     case B_REDUCE: {
-        if (b->hi > b->lo || r->plan->alg == NVF_ALG_ONESHOT) {
+        const bool oneshot = r->plan->alg == NVF_ALG_ONESHOT;
+        if (b->hi > b->lo || oneshot) {
             if (r->L > 1 && !all_at_least(shm, IN_SEQ, b->seq))
                 return NVF_OK;
             const void *srcs[NVF_MAX_LOCAL];
             for (int k = 0; k < r->L; k++)
-                srcs[k] = (r->plan->alg != NVF_ALG_ONESHOT && k == r->me)
+                srcs[k] = (!oneshot && !r->in_dev && k == r->me)
                               ? r->in + (b->first + b->lo) * e
                               : nvf_shm_in(shm, b->set, k) + b->lo * e;
-            char *dst = r->plan->alg == NVF_ALG_ONESHOT ? r->out + b->first * e
-                                                        : nvf_shm_res(shm, b->set) + b->lo * e;
-            nvf_reduce_many(r->dt, r->op, dst, srcs, r->L, b->hi - b->lo);
+            char *res = nvf_shm_res(shm, b->set) + b->lo * e;
+            if (oneshot && !r->out_dev) {
+                nvf_reduce_many(r->dt, r->op, r->out + b->first * e, srcs, r->L, b->n);
+            } else if (oneshot) { /* through private host memory, then to the device (every
+                                   * rank reduces all of it: the result slot is not mine) */
+                char *stage = nvf_comm_stage(r->c);
+                if (stage == NULL)
+                    return NVF_ERR_NOMEM;
+                nvf_reduce_many(r->dt, r->op, stage, srcs, r->L, b->n);
+                nvf_status_t st = nvf_memcpy_any(r->out + b->first * e, stage, b->n * e);
+                if (st != NVF_OK)
+                    return st;
+            } else if (r->hier || r->out_dev) { /* the others (or a copy) take it from there */
+                nvf_reduce_many(r->dt, r->op, res, srcs, r->L, b->hi - b->lo);
+            } else { /* final: into the result slot for the others, and into my recvbuf */
+                nvf_reduce_many2(r->dt, r->op, res, r->out + (b->first + b->lo) * e, srcs, r->L,
+                                 b->hi - b->lo);
+            }
         }
-        if (r->plan->alg == NVF_ALG_ONESHOT) {
+        if (oneshot)
             b->state = B_COPYOUT; /* nothing to copy: only done_seq to publish, in order */
-        } else {
+        else
             b->state = (r->hier && b->hi > b->lo) ? B_INTER : B_PUBLISH;
-        }
         *moved = true;
         return NVF_OK;
     }
@@ -175,7 +198,18 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         if (r->plan->alg != NVF_ALG_ONESHOT) {
             if (r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
                 return NVF_OK;
-            memcpy(r->out + b->first * e, nvf_shm_res(shm, b->set), b->n * e);
+            const char *res = nvf_shm_res(shm, b->set);
+            char *out = r->out + b->first * e;
+            if (r->out_dev) {
+                nvf_status_t st = nvf_memcpy_any(out, res, b->n * e);
+                if (st != NVF_OK)
+                    return st;
+            } else if (r->hier) {
+                memcpy(out, res, b->n * e);
+            } else { /* my own part is in recvbuf already */
+                memcpy(out, res, b->lo * e);
+                memcpy(out + b->hi * e, res + b->hi * e, (b->n - b->hi) * e);
+            }
         }
         publish(&mine->done_seq, b->seq);
         b->state = B_DONE;
@@ -195,7 +229,7 @@ static double now_s(void)
 }
 
 nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                           size_t count, nvf_dtype_t dt, nvf_op_t op)
+                           size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
 {
     nvf_shm_t *shm = &c->shm;
     run_t r = {0};
@@ -209,6 +243,8 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
     r.me = c->topo.local_rank;
     r.L = c->topo.local_size;
     r.hier = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
+    r.in_dev = in_dev;
+    r.out_dev = out_dev;
 
     size_t blk_elems = plan->block_elems;
     if (blk_elems * r.esize > shm->block_bytes)

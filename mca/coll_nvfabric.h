@@ -29,8 +29,6 @@ typedef enum mca_coll_nvfabric_delegation {
     NVFABRIC_DELEGATE_OP,        /* user-defined op or op not defined on the datatype */
     NVFABRIC_DELEGATE_HOST_OFF,  /* host buffers and coll_nvfabric_host=off */
     NVFABRIC_DELEGATE_HOST_AUTO, /* host buffers below coll_nvfabric_host_auto_min */
-    NVFABRIC_DELEGATE_MEMORY,    /* mixed or unsupported memory kind */
-    NVFABRIC_DELEGATE_TOO_LARGE, /* count * size overflows */
     NVFABRIC_DELEGATE_ENGINE,    /* the engine declined (setup failed, no stage for it) */
     NVFABRIC_DELEGATE_KINDS
 } mca_coll_nvfabric_delegation_t;

@@ -13,6 +13,41 @@
 #include "opal/util/output.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+
+/* The saved module is not CUDA-aware (Debian's Open MPI is not): device buffers reach it through
+ * host copies of the bytes the datatype spans, as Open MPI's coll/cuda would do. */
+static int nvfabric_delegate_staged(mca_coll_nvfabric_module_t *m, const void *sbuf, void *rbuf,
+                                    int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    size_t span = count > 0 ? (size_t)true_extent + (size_t)(count - 1) * (size_t)extent : 0;
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    char *hs = in_place ? NULL : malloc(span ? span : 1), *hr = malloc(span ? span : 1);
+    int rc = OMPI_ERR_OUT_OF_RESOURCE;
+    if (hr == NULL || (!in_place && hs == NULL))
+        goto out;
+    rc = OMPI_ERROR;
+    if (nvf_memcpy_any(hr, (char *)rbuf + true_lb, span) != NVF_OK ||
+        (!in_place && nvf_memcpy_any(hs, (const char *)sbuf + true_lb, span) != NVF_OK))
+        goto out;
+    rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : hs - true_lb, hr - true_lb, count, dtype, op,
+                           comm, m->prev_allreduce_module);
+    if (rc == OMPI_SUCCESS && nvf_memcpy_any((char *)rbuf + true_lb, hr, span) != NVF_OK)
+        rc = OMPI_ERROR;
+out:
+    if (rc != OMPI_SUCCESS && rc != OMPI_ERR_OUT_OF_RESOURCE)
+        opal_output(0,
+                    "coll:nvfabric: %s: staging device buffers through host memory for %s "
+                    "failed",
+                    comm->c_name, m->prev_name);
+    free(hs);
+    free(hr);
+    return rc;
+}
 
 static int nvfabric_delegate(mca_coll_nvfabric_module_t *m, mca_coll_nvfabric_delegation_t why,
                              const char *detail, const void *sbuf, void *rbuf, int count,
@@ -24,6 +59,11 @@ static int nvfabric_delegate(mca_coll_nvfabric_module_t *m, mca_coll_nvfabric_de
     atomic_fetch_add_explicit(&k->bytes_delegated, bytes, memory_order_relaxed);
     if (!(m->delegations_seen & (1u << why)))
         mca_coll_nvfabric_report_delegation(m, why, detail);
+    if (count > 0) {
+        nvf_memkind_t kind = nvf_memkind_classify(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf);
+        if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED)
+            return nvfabric_delegate_staged(m, sbuf, rbuf, count, dtype, op, comm);
+    }
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
 }
 

@@ -14,8 +14,6 @@ static const char *const nvfabric_delegation_text[NVFABRIC_DELEGATE_KINDS] = {
     [NVFABRIC_DELEGATE_HOST_OFF] = "host buffers and coll_nvfabric_host=off",
     [NVFABRIC_DELEGATE_HOST_AUTO] =
         "host buffers below coll_nvfabric_host_auto_min (coll_nvfabric_host=auto)",
-    [NVFABRIC_DELEGATE_MEMORY] = "memory kind not handled",
-    [NVFABRIC_DELEGATE_TOO_LARGE] = "message too large",
     [NVFABRIC_DELEGATE_ENGINE] = "the engine declined",
 };
 

@@ -1,0 +1,132 @@
+/*
+ * mock_device.c: the staged device path end to end, without a GPU. Run under mpirun with the
+ * mock CUDA driver (test/unit/mock_cuda/libcuda.so.1) first on LD_LIBRARY_PATH: the program
+ * initialises "CUDA" as an application would and allocates "device" buffers with cuMemAlloc;
+ * nvfabric classifies them as device memory through the same driver calls as on a GPU, and moves
+ * them through the node's segment with CUDA copies. The mock's device memory is host memory, so
+ * the results are checked directly, element by element, against each rank's own sequential
+ * reduction; the MPI_T counters must count the calls as device calls, and the mock must have
+ * seen the copies. Also: send and receive buffers of different kinds, and calls nvfabric
+ * delegates (a user-defined op), which must be staged through host memory for Open MPI's
+ * module (Debian's Open MPI is not CUDA-aware).
+ */
+#include "nvf_mpi_test.h"
+#include "unit/mock_cuda/mock_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static nvf_mock_t mock;
+
+static void *dev_alloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    if (mock.cuMemAlloc(&p, bytes ? bytes : 1) != CUDA_SUCCESS) {
+        fprintf(stderr, "mock cuMemAlloc failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return (void *)(uintptr_t)p;
+}
+
+static void user_sum_int(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    for (int i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* One call: kinds of the send / receive buffers ('d' device, 'h' host), in place or not. */
+static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op, nvf_op_t rop,
+                size_t n, unsigned long long seed)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const size_t es = nvf_ref_size(dt), bytes = n * es;
+    const bool in_place = kinds[0] == 'i';
+    void **in = malloc(sizeof(void *) * (size_t)size), *ref = malloc(bytes + 1);
+    for (int r = 0; r < size; r++) {
+        in[r] = malloc(bytes + 1);
+        nvf_ref_fill(dt, rop, NVF_REF_EXACT, in[r], n, seed * 31 + (unsigned)r);
+    }
+    nvf_ref_reduce(dt, rop, ref, in, size, n);
+    void *sbuf = in_place ? NULL : (kinds[0] == 'd' ? dev_alloc(bytes) : malloc(bytes + 1));
+    void *rbuf = kinds[1] == 'd' ? dev_alloc(bytes) : malloc(bytes + 1);
+    if (in_place)
+        memcpy(rbuf, in[rank], bytes);
+    else {
+        memcpy(sbuf, in[rank], bytes);
+        memset(rbuf, 0xA5, bytes);
+    }
+    MPI_Allreduce(in_place ? MPI_IN_PLACE : sbuf, rbuf, (int)n, type, op, MPI_COMM_WORLD);
+    size_t bad = nvf_ref_first_diff(dt, rbuf, ref, n, false);
+    if (bad < n)
+        fprintf(stderr, "FAIL rank %d: %s n=%zu: element %zu wrong\n", rank, kinds, n, bad);
+    if (!in_place)
+        kinds[0] == 'd' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)sbuf) : free(sbuf);
+    kinds[1] == 'd' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)rbuf) : free(rbuf);
+    for (int r = 0; r < size; r++)
+        free(in[r]);
+    free(in);
+    free(ref);
+    return bad < n;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (nvf_mock_open(&mock) != 0 || nvf_mock_app_init(&mock) != 0) {
+        if (rank == 0)
+            printf("SKIPPED: the mock CUDA driver is not the libcuda.so.1 this process loads\n");
+        MPI_Finalize();
+        return 77;
+    }
+    nvf_pvars_open();
+    nvf_pvars_t before, after;
+    nvf_pvars_read(&before);
+    const char *kinds[] = {"dd", "id", "hd", "dh"};
+    const size_t counts[] = {1, 7, 1000, 70001, 300007};
+    long bad = 0, calls = 0;
+    unsigned long long seed = 5;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            bad +=
+                run(kinds[k], MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, counts[c], seed++);
+            bad += run(kinds[k], MPI_INT, NVF_DTYPE_INT32, MPI_MAX, NVF_OP_MAX, counts[c], seed++);
+            bad += run(kinds[k], MPI_DOUBLE_INT, NVF_DTYPE_DOUBLE_INT, MPI_MINLOC, NVF_OP_MINLOC,
+                       counts[c], seed++);
+            calls += 3;
+        }
+    nvf_pvars_read(&after);
+    unsigned long long cuda = after.v[NVF_PV_CUDA_CALLS] - before.v[NVF_PV_CUDA_CALLS];
+    unsigned long long handled = after.v[NVF_PV_CALLS_HANDLED] - before.v[NVF_PV_CALLS_HANDLED];
+    if (cuda != (unsigned long long)calls || handled != (unsigned long long)calls) {
+        fprintf(stderr, "FAIL rank %d: %ld device calls, counters say handled %llu, cuda %llu\n",
+                rank, calls, handled, cuda);
+        bad++;
+    }
+    /* delegated (user-defined op) on device buffers: staged through host memory */
+    MPI_Op usum;
+    MPI_Op_create(user_sum_int, 1, &usum);
+    unsigned long copies = mock.count("cuMemcpyAsync") + mock.count("cuMemcpyDtoHAsync_v2") +
+                           mock.count("cuMemcpyHtoDAsync_v2");
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+        bad += run("dd", MPI_INT, NVF_DTYPE_INT32, usum, NVF_OP_SUM, counts[c], seed++);
+    unsigned long copies2 = mock.count("cuMemcpyAsync") + mock.count("cuMemcpyDtoHAsync_v2") +
+                            mock.count("cuMemcpyHtoDAsync_v2");
+    if (copies2 == copies) {
+        fprintf(stderr, "FAIL rank %d: delegated device calls were not staged\n", rank);
+        bad++;
+    }
+    MPI_Op_free(&usum);
+    long total = nvf_sum_world(bad);
+    if (rank == 0)
+        printf(
+            "mock_device: %ld device calls checked, %ld failures, %llu counted as device calls\n",
+            calls, total, cuda);
+    nvf_pvars_close();
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
