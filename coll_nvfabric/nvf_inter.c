@@ -5,8 +5,9 @@
  *
  * Each step sends one part of the buffer to one peer and receives one part from one peer, in
  * messages of at most slot_bytes. A received message is processed (reduced or copied into the
- * buffer) only once every put issued so far has completed locally, so no put ever reads memory
- * that is being written. Must not block: every wait is a test.
+ * buffer) only once the puts that read the bytes it overwrites have completed locally, so no put
+ * ever reads memory that is being written, while puts of other parts stay in flight (the ring's
+ * reduce-scatter never waits). Must not block: every wait is a test.
  */
 #include "nvf_inter.h"
 
@@ -245,6 +246,40 @@ static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elem
     }
 }
 
+/* Records [lo, hi) as read by a put in flight; false if no room (wait for completion first). */
+static bool pend_add(nvf_inter_op_t *op, const char *lo, const char *hi)
+{
+    if (op->npend > 0 && op->pend[op->npend - 1].hi == lo) {
+        op->pend[op->npend - 1].hi = hi; /* contiguous with the last one */
+        return true;
+    }
+    if (op->npend == (int)(sizeof(op->pend) / sizeof(op->pend[0])))
+        return false;
+    op->pend[op->npend].lo = lo;
+    op->pend[op->npend].hi = hi;
+    op->npend++;
+    return true;
+}
+
+static bool pend_overlaps(const nvf_inter_op_t *op, const char *lo, const char *hi)
+{
+    for (int i = 0; i < op->npend; i++)
+        if (lo < op->pend[i].hi && op->pend[i].lo < hi)
+            return true;
+    return false;
+}
+
+/* Whether every put issued so far has completed (then forgets them). */
+static bool pend_settle(nvf_inter_op_t *op, const nvf_transport_t *tp)
+{
+    if (op->npend == 0)
+        return true;
+    if (!tp->send_idle(tp->ctx, false))
+        return false;
+    op->npend = 0;
+    return true;
+}
+
 nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
 {
     const nvf_rail_t *rail = op->rail;
@@ -261,13 +296,21 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
         nvf_inter_xfer_t *s = &op->send, *r = &op->recv;
         while (s->peer >= 0 && s->issued < s->elems) {
             size_t n = s->elems - s->issued < chunk ? s->elems - s->issued : chunk;
+            const char *lo = s->ptr + s->issued * op->esize, *hi = lo + n * op->esize;
+            if (!pend_add(op, lo, hi) && !(pend_settle(op, tp) && pend_add(op, lo, hi)))
+                break; /* too many ranges in flight: wait for some to complete */
             bool started = false;
-            st = tp->send(tp->ctx, rail->rank_of[s->peer], s->ptr + s->issued * op->esize,
-                          n * op->esize, &started);
+            st = tp->send(tp->ctx, rail->rank_of[s->peer], lo, n * op->esize, &started);
             if (st != NVF_OK)
                 return st;
-            if (!started)
+            if (!started) {
+                /* no credit: the range was not put after all */
+                if (op->pend[op->npend - 1].hi == hi && op->pend[op->npend - 1].lo == lo)
+                    op->npend--;
+                else
+                    op->pend[op->npend - 1].hi = lo;
                 break;
+            }
             s->issued += n;
         }
         while (r->peer >= 0 && r->issued < r->elems) {
@@ -275,17 +318,18 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
                 break;
             size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
+            const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
             /* recursive doubling sends and receives the same region: a received chunk may be
              * folded in only once the part of my send it overlaps has been put on the wire */
             if (s->peer >= 0 && s->issued < s->elems) {
-                const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
                 const char *u0 = s->ptr + s->issued * op->esize,
                            *u1 = s->ptr + s->elems * op->esize;
                 if (c0 < u1 && u0 < c1)
                     break;
             }
-            if (!tp->send_idle(tp->ctx, false))
-                break; /* a put may still read what this message would overwrite */
+            /* ... and once the puts that read it have completed */
+            if (pend_overlaps(op, c0, c1) && !pend_settle(op, tp))
+                break;
             process(op, data, r->issued, n);
             st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
             if (st != NVF_OK)
@@ -300,6 +344,6 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
         op->step_ready = false;
     }
     /* the caller may reuse buf once no put reads from it */
-    *done = tp->send_idle(tp->ctx, false);
+    *done = pend_settle(op, tp);
     return NVF_OK;
 }

@@ -63,6 +63,12 @@ typedef struct nvf_inter_op {
     int nsteps;
     bool step_ready; /* send/recv of the current step computed */
     nvf_inter_xfer_t send, recv;
+    /* byte ranges of this operation's puts not yet known to be complete: a received message
+     * that would overwrite one of them waits for the puts to complete (the others need not) */
+    struct {
+        const char *lo, *hi;
+    } pend[8];
+    int npend;
 } nvf_inter_op_t;
 
 /* Allreduce buf[0..count) in place among the rail. */

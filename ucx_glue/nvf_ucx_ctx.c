@@ -102,6 +102,17 @@ static void nvf_ucx_ctx_free(nvf_ucx_ctx_t *ctx)
     free(ctx);
 }
 
+/* The tcp transport's default segments (8 KiB sent, 64 KiB received at a time) cost two thirds
+ * of its bandwidth for the slot-sized puts of the channels (measured over loopback: 2.1 GB/s
+ * with the defaults, 5.8 GB/s with these). UCX reads transport settings from the environment
+ * only (ucp_config_modify refuses them), so they are set there, before the first context,
+ * where the user has not set them. */
+static void nvf_ucx_tune_tcp(void)
+{
+    setenv("UCX_TCP_TX_SEG_SIZE", "64K", 0);
+    setenv("UCX_TCP_RX_SEG_SIZE", "512K", 0);
+}
+
 static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
 {
     nvf_ucx_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -112,6 +123,7 @@ static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
     nvf_ucx_capture_t cap;
     nvf_ucx_capture_begin(&cap);
 
+    nvf_ucx_tune_tcp();
     ucp_config_t *config;
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) {
