@@ -145,7 +145,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         s[i] = (float)((i + (size_t)rank) % 9);
     double t8 = time_allreduce(nvf, s, r, 2) * 1e6;
-    nvf_plan_shape_t small = {2, sizeof(float), local, nnodes, min_local == local, false};
+    nvf_plan_shape_t small = {2, sizeof(float), local, nnodes, min_local == local, false, false};
     if (nnodes == 1) {
         cfg.intra_alpha_us = t8 / 2;
     } else {
@@ -171,7 +171,8 @@ int main(int argc, char **argv)
                 hi = cfg.inter_alpha_us;
         }
         double tl = time_allreduce(nvf, s, r, (int)n) * 1e6;
-        nvf_plan_shape_t large = {n, sizeof(float), local, nnodes, min_local == local, false};
+        nvf_plan_shape_t large = {n,     sizeof(float), local, nnodes, min_local == local,
+                                  false, false};
         double blo = 0.01, bhi = 1000;
         for (int it = 0; it < 60; it++) {
             cfg.inter_bw_gbs = (blo + bhi) / 2;

@@ -73,8 +73,12 @@ typedef struct nvf_config {
     double intra_bw_gbs;
     double inter_alpha_us;
     double inter_bw_gbs;
-    double reduce_bw_gbs; /* host reduction throughput (bytes of input per second) */
-    bool cuda_enable;     /* use the device stage when a driver is present */
+    double reduce_bw_gbs;    /* host reduction throughput (bytes of input per second) */
+    bool cuda_enable;        /* use the device stage when a driver is present */
+    bool cma_enable;         /* single-copy intra-node path through process_vm_readv/writev */
+    bool cma_oversubscribed; /* ... also with more local ranks than cores */
+    size_t cma_min_bytes;    /* single-node messages from this size ... */
+    size_t cma_max_bytes;    /* ... up to this size use it */
 } nvf_config_t;
 
 void nvf_config_init_defaults(nvf_config_t *cfg);

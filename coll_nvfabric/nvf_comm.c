@@ -8,11 +8,15 @@
  * working engine or every rank delegates, with the same reason.
  */
 #include "nvf_internal.h"
+#include "nvf_cma.h"
 #include "nvf_log.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 nvf_status_t nvf_comm_create(const nvf_config_t *cfg, const nvf_oob_t *oob, nvf_comm_t **out)
 {
@@ -37,6 +41,8 @@ static void teardown(nvf_comm_t *c)
 {
     free(c->stage);
     c->stage = NULL;
+    free(c->cma_tmp);
+    c->cma_tmp = NULL;
     if (c->have_rail)
         nvf_rail_close(&c->rail);
     c->have_rail = false;
@@ -153,7 +159,62 @@ static nvf_status_t setup(nvf_comm_t *c)
         return all;
     }
 
-    /* 3. the rail, when there are several nodes; nodes of different sizes use local rank 0's
+    /* 3. one node: can the ranks read and write each other's memory (CMA)? Each publishes the
+     * address of a known word; each reads every peer's. Not an error if not: the copying path. */
+    if (t->nnodes == 1 && t->local_size > 1 && cfg->cma_enable) {
+        /* more ranks than cores: the single copies' page pinning costs more than it saves */
+        cpu_set_t cpus;
+        int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+        bool oversubscribed = t->local_size > ncpu && !cfg->cma_oversubscribed;
+        if (oversubscribed)
+            nvf_log(1,
+                    "rank %d: single-copy path off: %d ranks on this node, %d cores (see "
+                    "coll_nvfabric_cma_oversubscribed)",
+                    t->rank, t->local_size, ncpu);
+        nvf_shm_call_t *mine = &c->shm.ctrl[t->local_rank].call;
+        c->cma_probe = 0x6e7666636d61ULL ^ (uint64_t)getpid();
+        mine->pid = (int32_t)getpid();
+        mine->in_addr = (uint64_t)(uintptr_t)&c->cma_probe;
+        int32_t ok = !oversubscribed, all_ok = 1;
+        int32_t *oks = calloc((size_t)c->oob.size, sizeof(int32_t));
+        if (oks == NULL || c->oob.allgather(c->oob.ctx, &ok, oks, sizeof(ok)) != 0) {
+            free(oks);
+            teardown(c);
+            snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+            return NVF_ERR_PEER;
+        }
+        for (int k = 0; k < t->local_size && ok; k++) {
+            const nvf_shm_call_t *peer = &c->shm.ctrl[k].call;
+            uint64_t v = 0;
+            if (k != t->local_rank &&
+                (nvf_cma_read((pid_t)peer->pid, &v, peer->in_addr, sizeof(v)) != NVF_OK ||
+                 v != (0x6e7666636d61ULL ^ (uint64_t)peer->pid))) {
+                nvf_log(1,
+                        "rank %d: single-copy path unavailable: process_vm_readv from local "
+                        "rank %d: %s",
+                        t->rank, k, v ? "unexpected data" : strerror(errno));
+                ok = 0;
+            }
+        }
+        c->cma_tmp = ok ? malloc(cfg->shm_block_bytes + (size_t)NVF_MAX_LOCAL * 64) : NULL;
+        ok = ok && c->cma_tmp != NULL;
+        if (c->oob.allgather(c->oob.ctx, &ok, oks, sizeof(ok)) != 0) {
+            free(oks);
+            teardown(c);
+            snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+            return NVF_ERR_PEER;
+        }
+        for (int r = 0; r < c->oob.size; r++)
+            all_ok &= oks[r];
+        free(oks);
+        c->cma = all_ok != 0;
+        if (!c->cma) {
+            free(c->cma_tmp);
+            c->cma_tmp = NULL;
+        }
+    }
+
+    /* 4. the rail, when there are several nodes; nodes of different sizes use local rank 0's
      * rail only (the leader plan) */
     if (t->nnodes > 1) {
         st = NVF_OK;
@@ -173,9 +234,10 @@ static nvf_status_t setup(nvf_comm_t *c)
             return all;
         }
     }
-    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s",
+    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s",
             t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank,
-            t->local_size, c->shm.size, c->have_rail ? ", UCX rail connected" : "");
+            t->local_size, c->shm.size, c->have_rail ? ", UCX rail connected" : "",
+            c->cma ? ", single-copy (CMA) path available" : "");
     return NVF_OK;
 }
 
@@ -213,7 +275,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
     nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.max_local,
-                              c->topo.nnodes, c->topo.uniform,    false};
+                              c->topo.nnodes, c->topo.uniform,    false,
+                              c->cma};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (report != NULL) {

@@ -29,8 +29,11 @@ struct nvf_comm {
     nvf_shm_t shm;   /* my node's segment */
     nvf_rail_t rail; /* my rail, when there are several nodes */
     bool have_rail;
-    uint64_t seq; /* blocks started on this communicator */
-    char *stage;  /* private host block for the staged device path (made on first use) */
+    uint64_t seq;       /* blocks started on this communicator */
+    char *stage;        /* private host block for the staged device path (made on first use) */
+    bool cma;           /* every local rank can read and write every other's memory (CMA) */
+    char *cma_tmp;      /* private block for the peers' inputs read by CMA */
+    uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     nvf_plan_cache_t plans;
 };
 

@@ -76,6 +76,8 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
         /* copy in, one flag round, reduce all L inputs */
         return 2 * ai + xfer_us(S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
     case NVF_ALG_TWOSHOT:
+        if (plan->cma) /* one round to agree, then read the others' parts, reduce, write */
+            return (3 + nb) * ai + xfer_us(2 * (L - 1) / L * S, bc) + xfer_us(S, br);
         /* per block: publish, reduce my part of L inputs, publish, copy out */
         return (2 + nb) * ai + xfer_us(S * (2 - 1 / L), bc) + xfer_us(S, br);
     case NVF_ALG_HIER: {
@@ -126,7 +128,11 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
             plan->name = sh->device ? "ipc:oneshot" : "host:oneshot";
         } else {
             plan->alg = NVF_ALG_TWOSHOT;
-            plan->name = sh->device ? "ipc:twoshot" : "host:twoshot";
+            plan->cma = !sh->device && sh->cma && bytes >= cfg->cma_min_bytes &&
+                        bytes <= cfg->cma_max_bytes;
+            plan->name = sh->device  ? "ipc:twoshot"
+                         : plan->cma ? "host:twoshot+cma"
+                                     : "host:twoshot";
         }
         finish(cfg, sh, plan);
         return;

@@ -32,6 +32,7 @@ typedef struct nvf_plan {
     nvf_inter_alg_t inter;
     size_t block_elems; /* elements per pipeline block */
     int depth;          /* blocks in flight */
+    bool cma;           /* two-shot by single copies (CMA) when every local rank has host buffers */
     double predicted_us;
     const char *name; /* static, e.g. "hier:even+ring" */
 } nvf_plan_t;
@@ -45,6 +46,7 @@ typedef struct nvf_plan_shape {
     bool uniform; /* every node has local_size ranks */
     bool device;  /* device buffers: intra-node parts read peers' buffers directly (CUDA IPC)
                    * instead of copying through the node's segment */
+    bool cma;     /* the node's ranks can read and write each other's memory (CMA) */
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);

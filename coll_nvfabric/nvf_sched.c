@@ -22,8 +22,10 @@
  */
 #include "nvf_internal.h"
 #include "nvf_log.h"
+#include "nvf_cma.h"
 #include "nvf_reduce.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,9 +99,76 @@ typedef struct run {
     bool hier;
     bool in_dev;  /* the input is device memory: copied whole into my input slot */
     bool out_dev; /* the output is device memory: the result is copied out of the segment */
+    bool cma;     /* single copies: peers' inputs read and my results written by CMA */
     nvf_inter_op_t iop;
     bool iop_started;
 } run_t;
+
+/* The single-copy reduce of my part of block b: read it from every peer's buffer (CMA), reduce
+ * with mine in local-rank order into the result slot and my receive buffer, then write it into
+ * every peer's receive buffer. A peer's part is read in full before it is overwritten (in place,
+ * its receive buffer is its input); nobody else reads or writes that part of its buffers. */
+static nvf_status_t cma_reduce(run_t *r, const blk_t *b)
+{
+    const nvf_shm_t *shm = &r->c->shm;
+    const size_t e = r->esize, off = (b->first + b->lo) * e, len = (b->hi - b->lo) * e;
+    const void *srcs[NVF_MAX_LOCAL];
+    char *tmp = r->c->cma_tmp;
+    for (int k = 0; k < r->L; k++) {
+        if (k == r->me) {
+            srcs[k] = r->in + off;
+            continue;
+        }
+        const nvf_shm_call_t *peer = &shm->ctrl[k].call;
+        nvf_status_t st = nvf_cma_read((pid_t)peer->pid, tmp, peer->in_addr + off, len);
+        if (st != NVF_OK) {
+            nvf_error("process_vm_readv from local rank %d failed: %s", k, strerror(errno));
+            return st;
+        }
+        srcs[k] = tmp;
+        tmp += (len + 63) / 64 * 64;
+    }
+    char *res = nvf_shm_res(shm, b->set) + b->lo * e;
+    nvf_reduce_many2(r->dt, r->op, res, r->out + off, srcs, r->L, b->hi - b->lo);
+    for (int k = 0; k < r->L; k++) {
+        if (k == r->me)
+            continue;
+        const nvf_shm_call_t *peer = &shm->ctrl[k].call;
+        nvf_status_t st = nvf_cma_write((pid_t)peer->pid, peer->out_addr + off, res, len);
+        if (st != NVF_OK) {
+            nvf_error("process_vm_writev to local rank %d failed: %s", k, strerror(errno));
+            return st;
+        }
+    }
+    return NVF_OK;
+}
+
+/* The single-copy path needs every local rank's buffers in host memory: each says where its
+ * buffers are and whether they are host memory, and waits for the others (one flag round). */
+static nvf_status_t cma_agree(run_t *r, uint64_t seq0, bool *all_host)
+{
+    const nvf_shm_t *shm = &r->c->shm;
+    nvf_shm_call_t *mine = &shm->ctrl[r->me].call;
+    mine->in_addr = (uint64_t)(uintptr_t)r->in;
+    mine->out_addr = (uint64_t)(uintptr_t)r->out;
+    mine->host = !r->in_dev && !r->out_dev;
+    atomic_store_explicit(&mine->seq, seq0, memory_order_release);
+    *all_host = true;
+    for (int k = 0; k < r->L; k++) {
+        const nvf_shm_call_t *peer = &shm->ctrl[k].call;
+        unsigned spins = 0;
+        while (atomic_load_explicit(&peer->seq, memory_order_acquire) < seq0) {
+            if (++spins >= (unsigned)r->c->cfg.spin_before_yield) {
+                spins = 0;
+                sched_yield();
+                if (atomic_load_explicit(&shm->hdr->failed, memory_order_acquire))
+                    return NVF_ERR_PEER;
+            }
+        }
+        *all_host = *all_host && peer->host;
+    }
+    return NVF_OK;
+}
 
 /* One step of block b (*moved: it changed state). prev is the state of the block before it
  * (B_DONE for the oldest): a flag says "every block up to this one", so a block publishes a
@@ -114,7 +183,9 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     case B_COPYIN: {
         char *slot = nvf_shm_in(shm, b->set, r->me);
         const char *src = r->in + b->first * e;
-        if (r->in_dev) {
+        if (r->cma) {
+            /* nothing to copy: the peers read my part of their parts from my buffer */
+        } else if (r->in_dev) {
             nvf_status_t st = nvf_memcpy_any(slot, src, b->n * e);
             if (st != NVF_OK)
                 return st;
@@ -132,7 +203,13 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     }
     case B_REDUCE: {
         const bool oneshot = r->plan->alg == NVF_ALG_ONESHOT;
-        if (b->hi > b->lo || oneshot) {
+        if (r->cma && b->hi > b->lo) {
+            if (!all_at_least(shm, IN_SEQ, b->seq))
+                return NVF_OK;
+            nvf_status_t st = cma_reduce(r, b);
+            if (st != NVF_OK)
+                return st;
+        } else if (b->hi > b->lo || oneshot) {
             if (r->L > 1 && !all_at_least(shm, IN_SEQ, b->seq))
                 return NVF_OK;
             const void *srcs[NVF_MAX_LOCAL];
@@ -195,7 +272,10 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     case B_COPYOUT:
         if (prev != B_DONE)
             return NVF_OK;
-        if (r->plan->alg != NVF_ALG_ONESHOT) {
+        if (r->cma) {
+            if (!all_at_least(shm, RES_SEQ, b->seq))
+                return NVF_OK; /* each rank writes its part into my buffer itself */
+        } else if (r->plan->alg != NVF_ALG_ONESHOT) {
             if (r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
                 return NVF_OK;
             const char *res = nvf_shm_res(shm, b->set);
@@ -257,6 +337,13 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
         depth = 1;
     const uint64_t seq0 = c->seq + 1;
     c->seq += nblocks;
+    if (plan->cma) { /* every local rank agrees, from what each says of its buffers */
+        bool all_host = false;
+        nvf_status_t st = cma_agree(&r, seq0, &all_host);
+        if (st != NVF_OK)
+            return st;
+        r.cma = all_host;
+    }
 
     blk_t blocks[NVF_MAX_DEPTH];
     size_t head = 0, next = 0, inter_turn = 0;

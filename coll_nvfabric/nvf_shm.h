@@ -24,10 +24,22 @@ typedef struct nvf_flag {
 } nvf_flag_t;
 
 /* Per local rank. Sequence numbers of pipeline blocks, monotonic per communicator. */
+/* What a rank says about itself for the single-copy (CMA) path: written before `seq` is
+ * published (release), read after it is seen (acquire). */
+typedef struct nvf_shm_call {
+    _Atomic uint64_t seq; /* the first block of the call this describes */
+    uint64_t in_addr;     /* my send buffer (my receive buffer when in place), my address */
+    uint64_t out_addr;    /* my receive buffer */
+    int32_t pid;
+    uint32_t host; /* 1: both buffers are host memory (the call may use CMA) */
+    char pad[NVF_CACHE_LINE - 32];
+} nvf_shm_call_t;
+
 typedef struct nvf_shm_ctrl {
     nvf_flag_t in_seq;   /* my input of this block is in my input slot */
     nvf_flag_t res_seq;  /* my part of this block's result is in the result slot */
     nvf_flag_t done_seq; /* I have copied this block's result out (its set may be reused) */
+    nvf_shm_call_t call; /* my buffers for the current call (single-copy path) */
 } nvf_shm_ctrl_t;
 
 typedef struct nvf_shm_header {

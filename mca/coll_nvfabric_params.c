@@ -16,7 +16,7 @@
 
 /* Storage for size parameters: MCA has no size_t type in every version, use unsigned long. */
 static unsigned long nvf_host_auto_min, nvf_one_shot_max, nvf_shm_block, nvf_inter_rd_max,
-    nvf_inter_slot;
+    nvf_inter_slot, nvf_cma_min, nvf_cma_max;
 
 static void reg_int(const char *name, const char *help, int *storage, int level)
 {
@@ -107,6 +107,17 @@ int mca_coll_nvfabric_register_params(void)
                &cfg->reduce_bw_gbs);
     reg_bool("cuda", "Use the CUDA device stage when a driver and a GPU are present",
              &cfg->cuda_enable);
+    reg_bool("cma",
+             "Single-copy intra-node path for large messages: read peers' inputs and write their "
+             "results directly (process_vm_readv/writev; needs ptrace access between ranks)",
+             &cfg->cma_enable);
+    reg_bool("cma_oversubscribed",
+             "Use the single-copy path also with more ranks on a node than cores (slower there)",
+             &cfg->cma_oversubscribed);
+    reg_size("cma_min", "Single-node messages from this many bytes use the single-copy path",
+             &nvf_cma_min, cfg->cma_min_bytes);
+    reg_size("cma_max", "... up to this many bytes (beyond, copying through the segment is faster)",
+             &nvf_cma_max, cfg->cma_max_bytes);
     return OMPI_SUCCESS;
 }
 
@@ -122,6 +133,8 @@ int mca_coll_nvfabric_check_params(void)
     cfg->shm_block_bytes = nvf_shm_block;
     cfg->inter_rd_max_bytes = nvf_inter_rd_max;
     cfg->inter_slot_bytes = nvf_inter_slot;
+    cfg->cma_min_bytes = nvf_cma_min;
+    cfg->cma_max_bytes = nvf_cma_max;
 
     if (nvf_parse_host_mode(c->host_mode_text, &cfg->host_mode) != NVF_OK) {
         snprintf(err, sizeof(err), "host=%s: must be auto, on or off",

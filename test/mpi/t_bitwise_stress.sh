@@ -11,4 +11,7 @@ nvf_mpirun 4 --mca coll_nvfabric_host on "$NVF_BUILD/test/mpi/stress" $calls || 
 nvf_mpirun 3 --mca coll_nvfabric_host on --mca coll_nvfabric_shm_block_size 8192 \
     --mca coll_nvfabric_one_shot_max 1024 "$NVF_BUILD/test/mpi/stress" $((calls / 2)) 50000 ||
     nvf_fail "stress with small blocks"
+nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_cma_oversubscribed 1 \
+    --mca coll_nvfabric_cma_min 1024 "$NVF_BUILD/test/mpi/stress" $((calls / 2)) ||
+    nvf_fail "stress with the single-copy path"
 echo ok

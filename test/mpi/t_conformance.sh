@@ -9,6 +9,11 @@ for np in 1 2 3 4; do
     echo "== $np ranks, host=on (engine handles predefined calls)"
     nvf_mpirun $np --mca coll_nvfabric_host on "$prog" --expect engine --level $level || nvf_fail "$np ranks, engine"
 done
+echo "== 3 and 4 ranks, the single-copy (CMA) path forced on from 1 KiB despite oversubscription"
+for np in 3 4; do
+    nvf_mpirun $np --mca coll_nvfabric_host on --mca coll_nvfabric_cma_oversubscribed 1 \
+        --mca coll_nvfabric_cma_min 1024 "$prog" --expect engine --level quick || nvf_fail "$np ranks, CMA"
+done
 echo "== 4 ranks, host=off (everything on host buffers delegated)"
 nvf_mpirun 4 --mca coll_nvfabric_host off "$prog" --expect delegated --level quick || nvf_fail "host=off"
 echo "== 3 ranks, without nvfabric"
