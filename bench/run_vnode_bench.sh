@@ -4,7 +4,8 @@
 # inter-node stage, Open MPI's tcp BTL for tuned: both cross "nodes" through the network stack)
 # and over shared memory (UCX shared-memory transports, Open MPI's vader BTL). The model(us)
 # column is the cost model's prediction for the plans nvfabric ran; run bench/nvf_calibrate with
-# the same layout and transport first (--out FILE) to calibrate it, and pass FILE here.
+# the same layout and transport first (--out FILE) to calibrate it, and pass FILE here. Host
+# buffers are taken over at every size (host=on) so that the table measures the engine itself.
 #   bench/run_vnode_bench.sh [build dir] [calibration file for tcp] [calibration file for sm]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +18,7 @@ run() { # name btl ucx_tls vnode param_file
     [ -n "${5:-}" ] && pf=(--mca mca_base_param_files "$5")
     echo "== $1: 4 ranks, virtual nodes of $4, UCX_TLS=$3, Open MPI btl $2"
     OMPI_MCA_btl=$2 UCX_TLS=$3 mpirun --oversubscribe --bind-to none -np 4 -x UCX_TLS "${pf[@]}" \
-        --mca coll_nvfabric_virtual_node_size "$4" "$build/bench/nvf_allreduce_bench" \
+        --mca coll_nvfabric_virtual_node_size "$4" --mca coll_nvfabric_host on "$build/bench/nvf_allreduce_bench" \
         --modules nvfabric,tuned --min 8 --max 16777216 --reps 5 --csv "$out/vnode-$1.csv" 2>&1 |
         grep -v '^\['
 }
