@@ -116,7 +116,9 @@ int mca_coll_nvfabric_register_params(void)
              &cfg->cma_oversubscribed);
     reg_size("cma_min", "Single-node messages from this many bytes use the single-copy path",
              &nvf_cma_min, cfg->cma_min_bytes);
-    reg_size("cma_max", "... up to this many bytes (beyond, copying through the segment is faster)",
+    reg_size("cma_max",
+             "Single-node messages up to this many bytes use the single-copy path (beyond, "
+             "copying through the segment is faster)",
              &nvf_cma_max, cfg->cma_max_bytes);
     return OMPI_SUCCESS;
 }

@@ -4,6 +4,11 @@
  */
 #include "coll_nvfabric.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ompi/mca/rte/rte.h"
+#include "ompi/runtime/mpiruntime.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -38,9 +43,21 @@ void mca_coll_nvfabric_report_first_call(mca_coll_nvfabric_module_t *m,
 
 void mca_coll_nvfabric_show_help(const char *topic, const char *arg)
 {
-    /* opal_show_help (not show_vhelp: its va_list form garbles the message sent to mpirun in
-     * 4.1), so that mpirun aggregates identical messages from all ranks into one. */
-    opal_show_help("help-coll-nvfabric.txt", topic, true, arg);
+    /* Every rank reads the same parameters, so one copy of the message is enough: the job's
+     * first process writes it to its stderr itself. opal_show_help would relay it to mpirun
+     * over the RTE, and such a relayed message was seen lost when the job ended soon after.
+     * Outside MPI_Init (ompi_info) there is one process: it always speaks. */
+    if (ompi_mpi_state >= OMPI_MPI_STATE_INIT_STARTED && OMPI_PROC_MY_NAME->vpid != 0) {
+        opal_output_verbose(1, mca_coll_nvfabric_component.output, "coll:nvfabric: %s: %s", topic,
+                            arg);
+        return;
+    }
+    char *msg = opal_show_help_string("help-coll-nvfabric.txt", topic, true, arg);
+    if (msg != NULL) {
+        fputs(msg, stderr);
+        fflush(stderr);
+        free(msg);
+    }
 }
 
 void mca_coll_nvfabric_log_sink(int level, const char *msg)

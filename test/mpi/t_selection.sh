@@ -25,7 +25,7 @@ echo "$out" | grep -q 'coll_nvfabric=absent' || nvf_fail "OMPI_MCA_coll=^nvfabri
 
 out=$(nvf_mpirun 2 --mca coll nvfabric "$probe" 2>&1) && nvf_fail "--mca coll nvfabric alone started: $out"
 echo "$out"
-[ "$(echo "$out" | grep -c 'selected alone')" -eq 1 ] || nvf_fail "alone: expected the help message exactly once"
+[ "$(echo "$out" | grep -c 'selected alone')" -eq 1 ] || nvf_fail "alone: expected the help message exactly once: $out"
 echo "$out" | grep -q 'mpirun --mca coll nvfabric,tuned,basic,libnbc,self' || nvf_fail "alone: no working form shown"
 echo "$out" | grep -q 'none of them said' && nvf_fail "alone: Open MPI's own cryptic message leaked"
 
@@ -36,5 +36,6 @@ echo "$out" | grep -q 'wrong_results=0' || nvf_fail "bad value: wrong results"
 [ "$(field "$out" coll_nvfabric_calls_delegated)" = 0 ] || nvf_fail "bad value: component was still used"
 
 out=$(OMPI_MCA_coll_nvfabric_pipeline_depth=0 nvf_mpirun 2 "$probe" 2>&1) || nvf_fail "bad depth: $out"
-echo "$out" | grep -q 'pipeline_depth=0' || nvf_fail "bad depth: no clear message"
+[ "$(echo "$out" | grep -c 'pipeline_depth=0: must be')" -eq 1 ] ||
+    nvf_fail "bad depth: expected one clear message, got: $out"
 echo "ok"
