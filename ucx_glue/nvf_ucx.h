@@ -92,14 +92,31 @@ void nvf_ucx_get_counters(nvf_ucx_counters_t *counters);
 /* Peers of a mesh are identified by small integers chosen by the caller (the communicator
  * rank). `send_to` lists the peers this process sends to, `recv_from` the peers it receives
  * from; each direction gets one channel. */
+/* How a channel carries its messages (chosen by the sender, per peer; a receiver accepts both):
+ *   PUT  the data put into the slot, a fence, the flag put (true RDMA: the receiver's CPU is
+ *        not involved until it polls the flag);
+ *   AM   one active message per message (the slot and sequence number in its header; the
+ *        receiver's handler, run by its progress, lands the data in the slot and sets the flag),
+ *        credits by active message too. Used where UCX has no RMA lane to the peer and would
+ *        emulate each put in software over active messages anyway (UCX 1.13's tcp transport):
+ *        a message is then one network message instead of two puts, two acknowledgements and
+ *        a credit put with its own;
+ *   AUTO AM where the endpoint has no RMA lane, PUT elsewhere. */
+typedef enum nvf_ucx_protocol {
+    NVF_UCX_PROTO_AUTO = 0,
+    NVF_UCX_PROTO_PUT,
+    NVF_UCX_PROTO_AM
+} nvf_ucx_protocol_t;
+
 typedef struct nvf_ucx_mesh_params {
     int my_id;
     const int *send_to;
     int nsend;
     const int *recv_from;
     int nrecv;
-    int nslots;        /* slots per channel, >= 1 */
-    size_t slot_bytes; /* bytes per slot */
+    int nslots;                  /* slots per channel, >= 1 */
+    size_t slot_bytes;           /* bytes per slot */
+    nvf_ucx_protocol_t protocol; /* how this side sends (0: AUTO) */
 } nvf_ucx_mesh_params_t;
 
 /* Allocates and registers this side's windows and credit words (one ucp_mem_map for all of
@@ -150,6 +167,10 @@ bool nvf_ucx_recv_test(nvf_ucx_mesh_t *mesh, int peer, const void **data);
 /* Releases the oldest received message from peer (one that nvf_ucx_recv_test has seen): its
  * slot may be reused by the sender. NVF_ERR_INVALID if that message has not arrived. */
 nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer);
+
+/* What the send channels use, for verbose output: "put", "am" or "put+am" (some of each), "none"
+ * before any peer is connected. */
+const char *nvf_ucx_mesh_protocol(const nvf_ucx_mesh_t *mesh);
 
 /* A channel failed (peer died, transport error, a put completed with an error): the mesh is
  * unusable (destroy it). */

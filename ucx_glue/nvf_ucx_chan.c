@@ -9,6 +9,9 @@
  * of it has landed, and each word has a single writer that writes it again only after the
  * reader has seen the previous value.
  *
+ * Peers reached by active messages (nvf_ucx_am.c) keep the same slots, flags, credit words and
+ * comparisons; only the way the words and the data get there differs.
+ *
  * Must not allocate on the per-message path (except growing the request array) and must not
  * block: every call does at most one ucp_worker_progress (ucp_worker_fence aside, which UCX
  * makes a blocking flush where its protocols v2 need a strong fence: see nvf_ucx_check_fence).
@@ -17,31 +20,44 @@
 
 #include <stdlib.h>
 
-nvf_status_t nvf_ucx_put(nvf_ucx_mesh_t *mesh, nvf_ucx_peer_t *peer, const void *src, size_t len,
-                         uint64_t raddr)
+nvf_status_t nvf_ucx_reserve(nvf_ucx_mesh_t *mesh, int peer)
 {
     if (mesh->nreqs == mesh->cap_reqs && nvf_ucx_reap(mesh) == mesh->cap_reqs) {
         size_t cap = mesh->cap_reqs ? 2 * mesh->cap_reqs : 64;
         void **reqs = realloc(mesh->reqs, cap * sizeof(*reqs));
         if (reqs == NULL) {
             mesh->failed = true;
-            return nvf_ucx_failf(NVF_ERR_NOMEM, "put to peer %d: out of memory", peer->id);
+            return nvf_ucx_failf(NVF_ERR_NOMEM, "send to peer %d: out of memory", peer);
         }
         mesh->reqs = reqs;
         mesh->cap_reqs = cap;
     }
-    ucp_request_param_t prm = {.op_attr_mask = 0}; /* no callback: tracked, tested, freed */
-    ucs_status_ptr_t r = ucp_put_nbx(peer->ep->ep, src, len, raddr, peer->rkey, &prm);
+    return NVF_OK;
+}
+
+nvf_status_t nvf_ucx_track(nvf_ucx_mesh_t *mesh, ucs_status_ptr_t r, const char *call, int peer)
+{
     if (r == NULL)
         return NVF_OK; /* completed in place */
     if (UCS_PTR_IS_ERR(r)) {
         mesh->failed = true;
-        return nvf_ucx_failf(NVF_ERR_UCX, "ucp_put_nbx to peer %d: %s", peer->id,
+        return nvf_ucx_failf(NVF_ERR_UCX, "%s to peer %d: %s", call, peer,
                              ucs_status_string(UCS_PTR_STATUS(r)));
     }
     mesh->reqs[mesh->nreqs++] = r;
     nvf_ucx_counters.requests++;
     return NVF_OK;
+}
+
+nvf_status_t nvf_ucx_put(nvf_ucx_mesh_t *mesh, nvf_ucx_peer_t *peer, const void *src, size_t len,
+                         uint64_t raddr)
+{
+    nvf_status_t ret = nvf_ucx_reserve(mesh, peer->id);
+    if (ret != NVF_OK)
+        return ret;
+    ucp_request_param_t prm = {.op_attr_mask = 0}; /* no callback: tracked, tested, freed */
+    return nvf_ucx_track(mesh, ucp_put_nbx(peer->ep->ep, src, len, raddr, peer->rkey, &prm),
+                         "ucp_put_nbx", peer->id);
 }
 
 size_t nvf_ucx_reap(nvf_ucx_mesh_t *mesh)
@@ -130,6 +146,14 @@ nvf_status_t nvf_ucx_send(nvf_ucx_mesh_t *mesh, int peer, const void *src, size_
         }
     }
     nvf_status_t ret;
+    if (c->peer->am) {
+        ret = nvf_ucx_am_send(mesh, c, k, src, len);
+        if (ret != NVF_OK)
+            return ret;
+        c->nsent = k + 1;
+        *started = true;
+        return NVF_OK;
+    }
     if (len > 0) {
         ret = nvf_ucx_put(mesh, c->peer, src, len, c->remote_data + s * mesh->slot_stride);
         if (ret != NVF_OK)
@@ -207,9 +231,14 @@ nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer)
         return NVF_ERR_UCX;
     /* the caller's reads of the slot come before the sender may overwrite it */
     atomic_thread_fence(memory_order_release);
-    c->credit_src[s] = k + 1;
-    nvf_status_t ret = nvf_ucx_put(mesh, c->peer, &c->credit_src[s], sizeof(uint64_t),
-                                   c->remote_credit + s * sizeof(uint64_t));
+    nvf_status_t ret;
+    if (c->peer->am) {
+        ret = nvf_ucx_am_credit(mesh, c, k);
+    } else {
+        c->credit_src[s] = k + 1;
+        ret = nvf_ucx_put(mesh, c->peer, &c->credit_src[s], sizeof(uint64_t),
+                          c->remote_credit + s * sizeof(uint64_t));
+    }
     if (ret != NVF_OK)
         return ret;
     c->nreleased = k + 1;

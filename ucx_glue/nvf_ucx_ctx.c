@@ -99,18 +99,8 @@ static void nvf_ucx_ctx_free(nvf_ucx_ctx_t *ctx)
     if (ctx->context != NULL)
         ucp_cleanup(ctx->context);
     free(ctx->eps);
+    free(ctx->meshes);
     free(ctx);
-}
-
-/* The tcp transport's default segments (8 KiB sent, 64 KiB received at a time) cost two thirds
- * of its bandwidth for the slot-sized puts of the channels (measured over loopback: 2.1 GB/s
- * with the defaults, 5.8 GB/s with these). UCX reads transport settings from the environment
- * only (ucp_config_modify refuses them), so they are set there, before the first context,
- * where the user has not set them. */
-static void nvf_ucx_tune_tcp(void)
-{
-    setenv("UCX_TCP_TX_SEG_SIZE", "64K", 0);
-    setenv("UCX_TCP_RX_SEG_SIZE", "512K", 0);
 }
 
 static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
@@ -123,7 +113,6 @@ static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
     nvf_ucx_capture_t cap;
     nvf_ucx_capture_begin(&cap);
 
-    nvf_ucx_tune_tcp();
     ucp_config_t *config;
     ucs_status_t st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) {
@@ -134,7 +123,7 @@ static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
     memset(&params, 0, sizeof(params));
     params.field_mask =
         UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_RMA;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
     params.mt_workers_shared = 0;
     params.name = "nvfabric";
     ret = nvf_ucx_check_fence(config, &ctx->strong_fence);
@@ -160,6 +149,8 @@ static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
         ret = nvf_ucx_fail("ucp_worker_create", st, nvf_ucx_capture_text(&cap));
         goto out;
     }
+    if ((ret = nvf_ucx_am_init(ctx)) != NVF_OK)
+        goto out;
     st = ucp_worker_get_address(ctx->worker, &ctx->addr, &ctx->addr_len);
     if (st != UCS_OK) {
         ctx->addr = NULL;

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define NVF_UCX_BLOB_MAGIC 0x4e564655u /* "NVFU" */
-#define NVF_UCX_BLOB_VERSION 1u
+#define NVF_UCX_BLOB_VERSION 2u
 #define NVF_UCX_ALIGN 64u
 #define NVF_UCX_MAX_SLOTS (1 << 20)
 #define NVF_UCX_MAX_SLOT_BYTES ((size_t)1 << 30)
@@ -31,6 +31,7 @@ typedef struct nvf_ucx_blob_hdr {
     uint64_t slot_bytes;
     uint64_t region_bytes;
     uint64_t base; /* address of the region in the owner's address space */
+    uint64_t uid;  /* the owner's mesh, for active-message headers */
     uint32_t addr_len, rkey_len;
     int32_t nsend, nrecv;
     uint64_t blob_len; /* including the padding */
@@ -106,6 +107,7 @@ static nvf_status_t nvf_ucx_mesh_check(const nvf_ucx_mesh_params_t *p)
  * allocated: UCX may still read them. */
 static void nvf_ucx_mesh_free(nvf_ucx_mesh_t *mesh, bool abandoned)
 {
+    nvf_ucx_am_unregister(mesh);
     for (int i = 0; i < mesh->npeers && !abandoned; i++) {
         if (mesh->peers[i].rkey != NULL) {
             ucp_rkey_destroy(mesh->peers[i].rkey);
@@ -123,8 +125,11 @@ static void nvf_ucx_mesh_free(nvf_ucx_mesh_t *mesh, bool abandoned)
     free(mesh->recv);
     free(mesh->reqs);
     free(mesh->blob);
-    if (!abandoned)
+    if (!abandoned) {
         free(mesh->src_words);
+        free(mesh->hdrs);
+    }
+    free(mesh->landed);
     free(mesh);
 }
 
@@ -196,6 +201,7 @@ static nvf_status_t nvf_ucx_mesh_blob(nvf_ucx_mesh_t *mesh)
     h.slot_bytes = mesh->slot_bytes;
     h.region_bytes = mesh->region_bytes;
     h.base = (uint64_t)(uintptr_t)mesh->region;
+    h.uid = mesh->uid;
     h.addr_len = (uint32_t)ctx->addr_len;
     h.rkey_len = (uint32_t)rkey_len;
     h.nsend = mesh->nsend;
@@ -268,8 +274,13 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
     mesh->recv = calloc((size_t)nr + 1, sizeof(*mesh->recv));
     mesh->peers = calloc((size_t)ns + (size_t)nr + 1, sizeof(*mesh->peers));
     mesh->src_words = calloc(((size_t)ns + (size_t)nr) * (size_t)nslots + 1, sizeof(uint64_t));
+    mesh->am_frags = (int)((params->slot_bytes + NVF_UCX_AM_FRAG - 1) / NVF_UCX_AM_FRAG);
+    mesh->hdrs = calloc(((size_t)ns * (size_t)mesh->am_frags + (size_t)nr) * (size_t)nslots + 1,
+                        sizeof(*mesh->hdrs));
+    mesh->landed = calloc((size_t)nr * (size_t)nslots + 1, sizeof(uint64_t));
+    mesh->protocol = params->protocol;
     if (mesh->send == NULL || mesh->recv == NULL || mesh->peers == NULL ||
-        mesh->src_words == NULL) {
+        mesh->src_words == NULL || mesh->hdrs == NULL || mesh->landed == NULL) {
         ret = nvf_ucx_failf(NVF_ERR_NOMEM, "mesh: out of memory");
         goto fail;
     }
@@ -285,10 +296,11 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
         mesh->peers[mesh->npeers++].id = id;
     }
 
-    if ((ret = nvf_ucx_mesh_map(mesh)) != NVF_OK)
+    if ((ret = nvf_ucx_am_register(mesh)) != NVF_OK || (ret = nvf_ucx_mesh_map(mesh)) != NVF_OK)
         goto fail;
     unsigned char *base = mesh->region;
     uint64_t *words = mesh->src_words;
+    nvf_ucx_am_hdr_t *hdrs = mesh->hdrs;
     for (int j = 0; j < nr; j++) {
         nvf_ucx_recv_chan_t *c = &mesh->recv[j];
         c->peer_id = recvs[j];
@@ -297,6 +309,9 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
         c->flags = (_Atomic uint64_t *)(void *)(c->data + (size_t)nslots * stride);
         c->credit_src = words;
         words += nslots;
+        c->hdr = hdrs;
+        hdrs += nslots;
+        c->landed = mesh->landed + (size_t)j * (size_t)nslots;
     }
     for (int i = 0; i < ns; i++) {
         nvf_ucx_send_chan_t *c = &mesh->send[i];
@@ -306,6 +321,8 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
             (_Atomic uint64_t *)(void *)(base + (size_t)nr * win_bytes + (size_t)i * flags_bytes);
         c->flag_src = words;
         words += nslots;
+        c->hdr = hdrs;
+        hdrs += (size_t)nslots * (size_t)mesh->am_frags;
     }
     if ((ret = nvf_ucx_mesh_blob(mesh)) != NVF_OK)
         goto fail;
@@ -429,6 +446,9 @@ nvf_status_t nvf_ucx_mesh_connect(nvf_ucx_mesh_t *mesh, int peer_id, const void 
     nvf_ucx_capture_end(&cap, true);
     nvf_ucx_counters.rkeys++;
     peer->ep = ep;
+    peer->uid = h.uid;
+    peer->am = mesh->protocol == NVF_UCX_PROTO_AM ||
+               (mesh->protocol == NVF_UCX_PROTO_AUTO && nvf_ucx_ep_rma_emulated(ep->ep));
     if (sc != NULL) {
         sc->remote_data = h.base + win_off;
         sc->remote_flags = sc->remote_data + (uint64_t)mesh->nslots * mesh->slot_stride;
@@ -461,4 +481,17 @@ void nvf_ucx_mesh_destroy(nvf_ucx_mesh_t *mesh)
     }
     nvf_ucx_counters.meshes--;
     nvf_ucx_mesh_free(mesh, abandoned);
+}
+
+const char *nvf_ucx_mesh_protocol(const nvf_ucx_mesh_t *mesh)
+{
+    bool put = false, am = false;
+    for (int i = 0; i < mesh->nsend; i++) {
+        const nvf_ucx_peer_t *peer = mesh->send[i].peer;
+        if (peer != NULL && peer->ep != NULL) {
+            am = am || peer->am;
+            put = put || !peer->am;
+        }
+    }
+    return put && am ? "put+am" : am ? "am" : put ? "put" : "none";
 }

@@ -308,11 +308,19 @@ static inline bool tu_msg_check(const void *data, size_t len, int from, int to, 
 
 /* Creates a mesh, exchanges blobs (fixed size: blob_max, all lists of equal total length) and
  * connects to every peer of both lists. NULL after a failed CHECK. */
+/* The protocol every mesh a test sets up sends with (set before forking). */
+static nvf_ucx_protocol_t tu_protocol = NVF_UCX_PROTO_AUTO;
+static inline const char *tu_protocol_name(nvf_ucx_protocol_t p)
+{
+    return p == NVF_UCX_PROTO_PUT ? "put" : p == NVF_UCX_PROTO_AM ? "am" : "auto";
+}
+
 static inline nvf_ucx_mesh_t *tu_mesh_setup(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, const int *send_to,
                                             int nsend, const int *recv_from, int nrecv, int nslots,
                                             size_t slot_bytes, const char *what)
 {
-    nvf_ucx_mesh_params_t p = {tf->rank, send_to, nsend, recv_from, nrecv, nslots, slot_bytes};
+    nvf_ucx_mesh_params_t p = {tf->rank, send_to, nsend,      recv_from,
+                               nrecv,    nslots,  slot_bytes, tu_protocol};
     nvf_ucx_mesh_t *mesh = NULL;
     const void *blob = NULL;
     size_t blob_len = 0;

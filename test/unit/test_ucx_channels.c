@@ -1,7 +1,8 @@
 /*
  * test_ucx_channels.c: the UCX glue's channels between forked processes (no MPI), once per
  * transport setting (default: UCX_TLS=tcp, where puts are emulated and the target must
- * progress, then UCX_TLS=sm, shared memory):
+ * progress, then UCX_TLS=sm, shared memory) and once per protocol (auto, put, active messages;
+ * auto must pick active messages over tcp and puts over shared memory):
  *   - ring (each sends to the next, receives from the previous; 1 to 4 processes, 1 = itself)
  *     and all-to-all meshes carry thousands of messages of 1 .. slot_bytes bytes whose contents
  *     depend on (sender, receiver, sequence number): every byte is checked, so a lost,
@@ -169,6 +170,16 @@ static int chan_body(nvf_tf_t *tf, void *arg)
     }
     nvf_ucx_mesh_t *mesh =
         tu_mesh_setup(tf, ctx, send_to, ns, recv_from, nr, cc->nslots, cc->slot_bytes, what);
+    if (mesh != NULL && n > 1) {
+        const char *want = tu_protocol == NVF_UCX_PROTO_PUT  ? "put"
+                           : tu_protocol == NVF_UCX_PROTO_AM ? "am"
+                           : strcmp(cc->tls, "tcp") == 0     ? "am"
+                           : strcmp(cc->tls, "sm") == 0      ? "put"
+                                                             : NULL;
+        const char *got = nvf_ucx_mesh_protocol(mesh);
+        CHECK(want == NULL || strcmp(got, want) == 0, "%s: protocol %s sends by %s, expected %s",
+              what, tu_protocol_name(tu_protocol), got, want);
+    }
     if (mesh != NULL) {
         pump(tf, ctx, mesh, send_to, ns, recv_from, nr, cc->nslots, cc->slot_bytes,
              scaled(cc->msgs), what);
@@ -365,9 +376,9 @@ static void run_case(const char *name, nvf_tf_body_t body, const chan_case_t *cc
           "processes failed",
           name, cc->tls, cc->pattern, cc->nproc, cc->nslots, cc->slot_bytes, cc->msgs, failed,
           cc->nproc);
-    printf("  %-9s UCX_TLS=%-5s %-4s n=%d nslots=%d slot_bytes=%-7zu msgs=%-5d %6.2f s %s\n", name,
-           cc->tls, cc->pattern, cc->nproc, cc->nslots, cc->slot_bytes, cc->msgs, nvf_tf_now() - t0,
-           failed ? "FAILED" : "ok");
+    printf("  %-9s UCX_TLS=%-5s %-4s %-4s n=%d nslots=%d slot_bytes=%-7zu msgs=%-5d %6.2f s %s\n",
+           name, cc->tls, tu_protocol_name(tu_protocol), cc->pattern, cc->nproc, cc->nslots,
+           cc->slot_bytes, cc->msgs, nvf_tf_now() - t0, failed ? "FAILED" : "ok");
 }
 
 int main(int argc, char **argv)
@@ -375,17 +386,19 @@ int main(int argc, char **argv)
     const char *deflt[] = {"tcp", "sm"};
     const char **tls = argc > 1 ? (const char **)argv + 1 : deflt;
     int ntls = argc > 1 ? argc - 1 : 2;
-    for (int t = 0; t < ntls; t++) {
+    const nvf_ucx_protocol_t protos[] = {NVF_UCX_PROTO_AUTO, NVF_UCX_PROTO_PUT, NVF_UCX_PROTO_AM};
+    for (int t = 0; t < ntls * 3; t++) {
+        tu_protocol = protos[t % 3];
         const chan_case_t cases[] = {
-            {tls[t], "ring", 2, 4, 4096, 3000}, {tls[t], "ring", 3, 2, 256 << 10, 200},
-            {tls[t], "ring", 4, 8, 1024, 2000}, {tls[t], "ring", 1, 3, 512, 500},
-            {tls[t], "all", 4, 3, 2048, 800},   {tls[t], "all", 3, 1, 100, 500},
+            {tls[t / 3], "ring", 2, 4, 4096, 3000}, {tls[t / 3], "ring", 3, 2, 256 << 10, 200},
+            {tls[t / 3], "ring", 4, 8, 1024, 2000}, {tls[t / 3], "ring", 1, 3, 512, 500},
+            {tls[t / 3], "all", 4, 3, 2048, 800},   {tls[t / 3], "all", 3, 1, 100, 500},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
             run_case("channels", chan_body, &cases[i]);
-        const chan_case_t credit = {tls[t], "pair", 2, 3, 64, 0};
+        const chan_case_t credit = {tls[t / 3], "pair", 2, 3, 64, 0};
         run_case("credit", credit_body, &credit);
-        const chan_case_t recreate = {tls[t], "ring", 3, 0, 0, 40};
+        const chan_case_t recreate = {tls[t / 3], "ring", 3, 0, 0, 40};
         run_case("recreate", recreate_body, &recreate);
     }
     return nvf_test_finish("test_ucx_channels");

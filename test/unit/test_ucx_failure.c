@@ -147,7 +147,7 @@ static int unreachable_body(nvf_tf_t *tf, void *arg)
     if (st != NVF_OK)
         return 1;
     int other = 1 - tf->rank;
-    nvf_ucx_mesh_params_t p = {tf->rank, &other, 1, &other, 1, 2, 256};
+    nvf_ucx_mesh_params_t p = {tf->rank, &other, 1, &other, 1, 2, 256, tu_protocol};
     nvf_ucx_mesh_t *mesh = NULL;
     const void *blob;
     size_t len;
@@ -201,19 +201,25 @@ static int invalid_body(nvf_tf_t *tf, void *arg)
     if (st != NVF_OK)
         return 1;
     int self = 0, dup2ids[2] = {3, 3}, neg = -1;
-    expect_invalid_mesh(ctx, (nvf_ucx_mesh_params_t){0, &self, 1, &self, 1, 0, 64}, "0 slots");
-    expect_invalid_mesh(ctx, (nvf_ucx_mesh_params_t){0, &self, 1, &self, 1, 2, 0}, "0 bytes");
-    expect_invalid_mesh(ctx, (nvf_ucx_mesh_params_t){0, dup2ids, 2, &self, 1, 2, 64},
+    expect_invalid_mesh(
+        ctx, (nvf_ucx_mesh_params_t){0, &self, 1, &self, 1, 0, 64, NVF_UCX_PROTO_AUTO}, "0 slots");
+    expect_invalid_mesh(
+        ctx, (nvf_ucx_mesh_params_t){0, &self, 1, &self, 1, 2, 0, NVF_UCX_PROTO_AUTO}, "0 bytes");
+    expect_invalid_mesh(ctx,
+                        (nvf_ucx_mesh_params_t){0, dup2ids, 2, &self, 1, 2, 64, NVF_UCX_PROTO_AUTO},
                         "a repeated peer");
-    expect_invalid_mesh(ctx, (nvf_ucx_mesh_params_t){0, &neg, 1, &self, 1, 2, 64},
+    expect_invalid_mesh(ctx,
+                        (nvf_ucx_mesh_params_t){0, &neg, 1, &self, 1, 2, 64, NVF_UCX_PROTO_AUTO},
                         "a negative peer");
-    expect_invalid_mesh(ctx, (nvf_ucx_mesh_params_t){0, NULL, 1, &self, 1, 2, 64}, "a NULL list");
+    expect_invalid_mesh(ctx,
+                        (nvf_ucx_mesh_params_t){0, NULL, 1, &self, 1, 2, 64, NVF_UCX_PROTO_AUTO},
+                        "a NULL list");
     tu_check_no_mesh_state("invalid meshes");
 
     nvf_ucx_mesh_t *a, *b;
     const void *blob_a, *blob_b;
     size_t len_a, len_b;
-    nvf_ucx_mesh_params_t pa = {0, &self, 1, &self, 1, 2, 64}, pb = pa;
+    nvf_ucx_mesh_params_t pa = {0, &self, 1, &self, 1, 2, 64, NVF_UCX_PROTO_AUTO}, pb = pa;
     pb.nslots = 3;
     CHECK(nvf_ucx_mesh_create(ctx, &pa, &a, &blob_a, &len_a) == NVF_OK, "mesh a: %s",
           nvf_ucx_last_error());
@@ -318,9 +324,11 @@ static int peer_death_body(nvf_tf_t *tf, void *arg)
 }
 
 /* Rank 0 must pass and rank 1 must have been killed (by itself). */
-static void run_peer_death(void)
+static void run_peer_death(nvf_ucx_protocol_t protocol)
 {
-    const char *name = "peer death (tcp)";
+    tu_protocol = protocol;
+    char name[64];
+    snprintf(name, sizeof(name), "peer death (tcp, %s)", tu_protocol_name(protocol));
     int status[2] = {0, 0};
     double t0 = nvf_tf_now();
     nvf_tf_run_status(name, 2, 60, peer_death_body, NULL, status);
@@ -347,6 +355,7 @@ int main(void)
     run("protocols v2 fence", 1, proto_v2_body);
     run("unreachable peer", 2, unreachable_body);
     run("invalid parameters/blobs", 1, invalid_body);
-    run_peer_death();
+    run_peer_death(NVF_UCX_PROTO_PUT);
+    run_peer_death(NVF_UCX_PROTO_AM);
     return nvf_test_finish("test_ucx_failure");
 }

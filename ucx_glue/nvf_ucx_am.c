@@ -1,0 +1,205 @@
+/*
+ * nvf_ucx_am.c: channels carried by active messages: the worker's handler, the registry of live
+ * meshes it delivers to, the data and credit messages, and the test that picks this protocol
+ * where UCX has no RMA lane to a peer.
+ *
+ * A data message travels as eager fragments; each header names the receiving mesh (its uid), the
+ * sender, the sequence number k, the fragment's offset and the message's length. The handler
+ * copies each fragment into slot k % nslots and, once the whole message has landed, stores k + 1
+ * into the slot's flag with release order: exactly what the flag put does under the put
+ * protocol, so the channel code that polls and releases is the same. A credit message sets the
+ * sender's credit word in the same way. Everything runs inside ucp_worker_progress, on the
+ * thread that drives the worker.
+ *
+ * A message for a mesh that is no longer registered (uids are never reused) is dropped; one that
+ * contradicts its channel (unknown sender, a sequence number outside the window, a payload larger
+ * than a slot) fails the mesh with a clear error instead of writing anywhere.
+ */
+#include "nvf_ucx_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVF_UCX_AM_ID 0x6e76u /* "nv" */
+
+static nvf_ucx_mesh_t *nvf_ucx_am_find(nvf_ucx_ctx_t *ctx, uint64_t uid)
+{
+    for (int i = 0; i < ctx->nmeshes; i++)
+        if (ctx->meshes[i]->uid == uid)
+            return ctx->meshes[i];
+    return NULL;
+}
+
+static void nvf_ucx_am_reject(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, const char *why)
+{
+    if (!mesh->failed)
+        nvf_ucx_failf(NVF_ERR_UCX, "active message %u from peer %d (message %llu): %s", h->kind,
+                      h->from, (unsigned long long)h->seq, why);
+    mesh->failed = true;
+}
+
+/* Lands a fragment of a data message in its slot; the last byte to land sets the flag. */
+static void nvf_ucx_am_data(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, const void *data,
+                            size_t length, const ucp_am_recv_param_t *param)
+{
+    nvf_ucx_recv_chan_t *c = nvf_ucx_recv_chan(mesh, h->from);
+    if (c == NULL) {
+        nvf_ucx_am_reject(mesh, h, "no channel from this peer");
+        return;
+    }
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        nvf_ucx_am_reject(mesh, h, "sent by rendezvous, not eager");
+        return;
+    }
+    if (h->seq < c->nreleased || h->seq - c->nreleased >= (uint64_t)mesh->nslots) {
+        nvf_ucx_am_reject(mesh, h, "outside the channel's window");
+        return;
+    }
+    const uint64_t s = h->seq % (uint64_t)mesh->nslots;
+    if (h->len > mesh->slot_bytes || h->offset > h->len || length > h->len - h->offset ||
+        c->landed[s] + length > h->len) {
+        nvf_ucx_am_reject(mesh, h, "does not fit its slot");
+        return;
+    }
+    if (length > 0)
+        memcpy(c->data + s * mesh->slot_stride + h->offset, data, length);
+    c->landed[s] += length;
+    if (c->landed[s] == h->len) {
+        c->landed[s] = 0;
+        atomic_store_explicit(&c->flags[s], h->seq + 1, memory_order_release);
+    }
+}
+
+static ucs_status_t nvf_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ucp_am_recv_param_t *param)
+{
+    nvf_ucx_ctx_t *ctx = arg;
+    nvf_ucx_am_hdr_t h;
+    if (header_length != sizeof(h))
+        return UCS_OK; /* not one of ours */
+    memcpy(&h, header, sizeof(h));
+    nvf_ucx_mesh_t *mesh = nvf_ucx_am_find(ctx, h.uid);
+    if (mesh == NULL)
+        return UCS_OK; /* its mesh is gone */
+    if (h.kind == NVF_UCX_AM_DATA) {
+        nvf_ucx_am_data(mesh, &h, data, length, param);
+    } else if (h.kind == NVF_UCX_AM_CREDIT) {
+        nvf_ucx_send_chan_t *c = nvf_ucx_send_chan(mesh, h.from);
+        if (c == NULL || h.seq >= c->nsent)
+            nvf_ucx_am_reject(mesh, &h, "credit for a message not sent");
+        else
+            atomic_store_explicit(&c->credit[h.seq % (uint64_t)mesh->nslots], h.seq + 1,
+                                  memory_order_release);
+    } else {
+        nvf_ucx_am_reject(mesh, &h, "unknown kind");
+    }
+    return UCS_OK;
+}
+
+nvf_status_t nvf_ucx_am_init(nvf_ucx_ctx_t *ctx)
+{
+    ucp_am_handler_param_t hp;
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = NVF_UCX_AM_ID;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    hp.cb = nvf_ucx_am_cb;
+    hp.arg = ctx;
+    ucs_status_t st = ucp_worker_set_am_recv_handler(ctx->worker, &hp);
+    return st == UCS_OK ? NVF_OK : nvf_ucx_fail("ucp_worker_set_am_recv_handler", st, NULL);
+}
+
+nvf_status_t nvf_ucx_am_register(nvf_ucx_mesh_t *mesh)
+{
+    nvf_ucx_ctx_t *ctx = mesh->ctx;
+    if (ctx->nmeshes == ctx->cap_meshes) {
+        int cap = ctx->cap_meshes ? 2 * ctx->cap_meshes : 8;
+        nvf_ucx_mesh_t **m = realloc(ctx->meshes, (size_t)cap * sizeof(*m));
+        if (m == NULL)
+            return nvf_ucx_failf(NVF_ERR_NOMEM, "mesh: out of memory");
+        ctx->meshes = m;
+        ctx->cap_meshes = cap;
+    }
+    mesh->uid = ++ctx->next_uid;
+    ctx->meshes[ctx->nmeshes++] = mesh;
+    return NVF_OK;
+}
+
+void nvf_ucx_am_unregister(nvf_ucx_mesh_t *mesh)
+{
+    nvf_ucx_ctx_t *ctx = mesh->ctx;
+    for (int i = 0; i < ctx->nmeshes; i++) {
+        if (ctx->meshes[i] == mesh) {
+            ctx->meshes[i] = ctx->meshes[--ctx->nmeshes];
+            return;
+        }
+    }
+}
+
+bool nvf_ucx_ep_rma_emulated(ucp_ep_h ep)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return false; /* cannot tell: puts work everywhere */
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    /* UCX lists the put protocols of each RMA lane as "put[lane]: ..." */
+    bool emulated =
+        text != NULL && len > 0 && strstr(text, "lane[") != NULL && strstr(text, "put[") == NULL;
+    free(text);
+    return emulated;
+}
+
+static nvf_status_t nvf_ucx_am_post(nvf_ucx_mesh_t *mesh, nvf_ucx_peer_t *peer, nvf_ucx_am_hdr_t *h,
+                                    const void *src, size_t len, uint32_t flags)
+{
+    nvf_status_t ret = nvf_ucx_reserve(mesh, peer->id);
+    if (ret != NVF_OK)
+        return ret;
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = flags;
+    return nvf_ucx_track(
+        mesh, ucp_am_send_nbx(peer->ep->ep, NVF_UCX_AM_ID, h, sizeof(*h), src, len, &prm),
+        "ucp_am_send_nbx", peer->id);
+}
+
+nvf_status_t nvf_ucx_am_send(nvf_ucx_mesh_t *mesh, nvf_ucx_send_chan_t *c, uint64_t k,
+                             const void *src, size_t len)
+{
+    nvf_ucx_am_hdr_t *hdrs = &c->hdr[(k % (uint64_t)mesh->nslots) * (uint64_t)mesh->am_frags];
+    size_t off = 0;
+    int f = 0;
+    do { /* a message of 0 bytes is one empty fragment */
+        size_t n = len - off < NVF_UCX_AM_FRAG ? len - off : NVF_UCX_AM_FRAG;
+        nvf_ucx_am_hdr_t *h = &hdrs[f++];
+        h->uid = c->peer->uid;
+        h->seq = k;
+        h->from = mesh->my_id;
+        h->kind = NVF_UCX_AM_DATA;
+        h->offset = off;
+        h->len = len;
+        nvf_status_t ret =
+            nvf_ucx_am_post(mesh, c->peer, h, (const char *)src + off, n, UCP_AM_SEND_FLAG_EAGER);
+        if (ret != NVF_OK)
+            return ret;
+        off += n;
+    } while (off < len);
+    return NVF_OK;
+}
+
+nvf_status_t nvf_ucx_am_credit(nvf_ucx_mesh_t *mesh, nvf_ucx_recv_chan_t *c, uint64_t k)
+{
+    nvf_ucx_am_hdr_t *h = &c->hdr[k % (uint64_t)mesh->nslots];
+    h->uid = c->peer->uid;
+    h->seq = k;
+    h->from = mesh->my_id;
+    h->kind = NVF_UCX_AM_CREDIT;
+    h->offset = h->len = 0;
+    return nvf_ucx_am_post(mesh, c->peer, h, NULL, 0, UCP_AM_SEND_FLAG_EAGER);
+}
