@@ -281,7 +281,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (report != NULL) {
         report->plan = plan->name;
-        report->inter_ran = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
+        report->inter_ran =
+            (plan->alg == NVF_ALG_HIER || plan->alg == NVF_ALG_DIRECT) && c->topo.nnodes > 1;
         report->device = device;
         report->predicted_us = plan->predicted_us;
     }

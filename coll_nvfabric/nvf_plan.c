@@ -72,6 +72,8 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
         return hi + lo / (nb > 1 ? nb : 1);
     }
     switch (plan->alg) {
+    case NVF_ALG_DIRECT: /* the copy of the input into the receive buffer, then the rail */
+        return xfer_us(S, bc) + nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, S);
     case NVF_ALG_ONESHOT:
         /* copy in, one flag round, reduce all L inputs */
         return 2 * ai + xfer_us(S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
@@ -135,6 +137,28 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
                                      : "host:twoshot";
         }
         finish(cfg, sh, plan);
+        return;
+    }
+    /* one rank per node: the rail alone, the algorithm by the model */
+    if (sh->local_size == 1 && sh->uniform && !sh->device) {
+        static const char *const direct[] = {"inter", "inter:rd", "inter:ring", "inter:rhd"};
+        plan->alg = NVF_ALG_DIRECT;
+        plan->block_elems = sh->count;
+        plan->depth = 1;
+        nvf_plan_t best = {0};
+        best.predicted_us = INFINITY;
+        const nvf_inter_alg_t algs[] = {NVF_INTER_RD, NVF_INTER_RING, NVF_INTER_RHD};
+        for (int a = 0; a < 3; a++) {
+            nvf_plan_t p = *plan;
+            p.inter = bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : algs[a];
+            if (p.inter == NVF_INTER_RD && bytes > cfg->inter_rd_max_bytes)
+                continue;
+            p.name = direct[p.inter];
+            finish(cfg, sh, &p);
+            if (p.predicted_us < best.predicted_us)
+                best = p;
+        }
+        *plan = best;
         return;
     }
     /* several nodes: the rail-aligned plan where nodes are alike, the leader plan always; per

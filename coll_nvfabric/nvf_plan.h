@@ -12,6 +12,8 @@ typedef enum nvf_alg {
     NVF_ALG_ONESHOT, /* one node: every rank reduces every input */
     NVF_ALG_TWOSHOT, /* one node: reduce-scatter by direct loads, then all-gather */
     NVF_ALG_HIER,    /* intra-node reduce, inter-node allreduce per rail, intra-node gather */
+    NVF_ALG_DIRECT,  /* one rank per node, host buffers: the inter-node allreduce alone, in place
+                      * in the receive buffer (no segment, no pipeline blocks) */
 } nvf_alg_t;
 
 typedef enum nvf_split {

@@ -96,8 +96,9 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
                 add_peer(peers, &npeers, recv_from[i] = rail->rank_of[recv_from[i]]);
             st = nvf_ucx_ctx_acquire(&own->ucx);
             if (st == NVF_OK) {
-                nvf_ucx_mesh_params_t mp = {topo->rank, send_to,          nsend,     recv_from,
-                                            nrecv,      NVF_INTER_NSLOTS, slot_bytes};
+                nvf_ucx_mesh_params_t mp = {
+                    topo->rank, send_to,          nsend,      recv_from,
+                    nrecv,      NVF_INTER_NSLOTS, slot_bytes, NVF_UCX_PROTO_AUTO};
                 st = nvf_ucx_mesh_create(own->ucx, &mp, &own->mesh, &blob, &blob_len);
             }
             if (st != NVF_OK)

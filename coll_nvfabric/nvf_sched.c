@@ -19,6 +19,8 @@
  * drives UCX, and yields the core after cfg.spin_before_yield idle rounds (oversubscribed runs).
  * Device buffers (the staged device path) go through the segment with CUDA copies: the input is
  * copied whole into the input slot, the result out of the segment.
+ * With one rank per node (the direct plan) there is nothing to do within a node: the rail's
+ * allreduce runs alone, in place in the receive buffer.
  */
 #include "nvf_internal.h"
 #include "nvf_log.h"
@@ -308,9 +310,59 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One rank per node: the rail's allreduce of buf, in place. */
+static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, void *buf, size_t count,
+                                nvf_dtype_t dt, nvf_op_t op)
+{
+    nvf_inter_op_t iop;
+    nvf_inter_start(&iop, &c->rail, plan->inter, buf, count, dt, op);
+    unsigned spins = 0;
+    for (;;) {
+        bool done = false;
+        nvf_status_t st = nvf_inter_progress(&iop, &done);
+        if (st != NVF_OK) {
+            nvf_error("inter-node stage failed (plan %s): %s", plan->name, nvf_status_str(st));
+            return st;
+        }
+        if (done)
+            return NVF_OK;
+        if (++spins >= (unsigned)c->cfg.spin_before_yield) {
+            spins = 0;
+            sched_yield(); /* oversubscribed: let the peers run */
+        }
+    }
+}
+
+/* The direct plan: in the receive buffer (device buffers: in a host copy, copied back). */
+static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
+                               size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+{
+    const size_t bytes = count * nvf_dtype_size(dt);
+    const void *in = sbuf != NULL ? sbuf : rbuf;
+    char *work = rbuf, *tmp = NULL;
+    nvf_status_t st = NVF_OK;
+    if (in_dev || out_dev) {
+        tmp = malloc(bytes ? bytes : 1);
+        if (tmp == NULL)
+            return NVF_ERR_NOMEM;
+        work = tmp;
+        st = nvf_memcpy_any(work, in, bytes);
+    } else if (in != rbuf) {
+        memcpy(work, in, bytes);
+    }
+    if (st == NVF_OK)
+        st = direct_rail(c, plan, work, count, dt, op);
+    if (st == NVF_OK && tmp != NULL)
+        st = nvf_memcpy_any(rbuf, tmp, bytes);
+    free(tmp);
+    return st;
+}
+
 nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
                            size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
 {
+    if (plan->alg == NVF_ALG_DIRECT)
+        return direct_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     nvf_shm_t *shm = &c->shm;
     run_t r = {0};
     r.c = c;
