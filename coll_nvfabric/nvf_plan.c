@@ -145,14 +145,13 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
         plan->alg = NVF_ALG_DIRECT;
         plan->block_elems = sh->count;
         plan->depth = 1;
+        const bool small = bytes <= cfg->inter_rd_max_bytes;
+        const nvf_inter_alg_t algs[] = {NVF_INTER_RING, NVF_INTER_RHD};
         nvf_plan_t best = {0};
         best.predicted_us = INFINITY;
-        const nvf_inter_alg_t algs[] = {NVF_INTER_RD, NVF_INTER_RING, NVF_INTER_RHD};
-        for (int a = 0; a < 3; a++) {
+        for (int a = 0; a < (small ? 1 : 2); a++) {
             nvf_plan_t p = *plan;
-            p.inter = bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : algs[a];
-            if (p.inter == NVF_INTER_RD && bytes > cfg->inter_rd_max_bytes)
-                continue;
+            p.inter = small ? NVF_INTER_RD : algs[a];
             p.name = direct[p.inter];
             finish(cfg, sh, &p);
             if (p.predicted_us < best.predicted_us)

@@ -89,25 +89,25 @@ typedef struct nvf_ucx_counters {
 } nvf_ucx_counters_t;
 void nvf_ucx_get_counters(nvf_ucx_counters_t *counters);
 
-/* Peers of a mesh are identified by small integers chosen by the caller (the communicator
- * rank). `send_to` lists the peers this process sends to, `recv_from` the peers it receives
- * from; each direction gets one channel. */
 /* How a channel carries its messages (chosen by the sender, per peer; a receiver accepts both):
  *   PUT  the data put into the slot, a fence, the flag put (true RDMA: the receiver's CPU is
  *        not involved until it polls the flag);
- *   AM   one active message per message (the slot and sequence number in its header; the
- *        receiver's handler, run by its progress, lands the data in the slot and sets the flag),
- *        credits by active message too. Used where UCX has no RMA lane to the peer and would
- *        emulate each put in software over active messages anyway (UCX 1.13's tcp transport):
- *        a message is then one network message instead of two puts, two acknowledgements and
- *        a credit put with its own;
- *   AUTO AM where the endpoint has no RMA lane, PUT elsewhere. */
+ *   AM   eager active messages (32 KiB fragments; the slot, sequence number and offset in each
+ *        header; the receiver's handler, run by its progress, lands the data in the slot and
+ *        sets the flag once the whole message is there), credits by active message too. Used where
+ * UCX has no RMA lane to the peer and would emulate each put in software over active messages
+ * anyway (UCX 1.13's tcp transport): a message is then one network message instead of two puts, two
+ * acknowledgements and a credit put with its own; AUTO AM where the endpoint has no RMA lane, PUT
+ * elsewhere. */
 typedef enum nvf_ucx_protocol {
     NVF_UCX_PROTO_AUTO = 0,
     NVF_UCX_PROTO_PUT,
     NVF_UCX_PROTO_AM
 } nvf_ucx_protocol_t;
 
+/* Peers of a mesh are identified by small integers chosen by the caller (the communicator
+ * rank). `send_to` lists the peers this process sends to, `recv_from` the peers it receives
+ * from; each direction gets one channel. */
 typedef struct nvf_ucx_mesh_params {
     int my_id;
     const int *send_to;

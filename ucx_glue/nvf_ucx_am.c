@@ -138,20 +138,35 @@ void nvf_ucx_am_unregister(nvf_ucx_mesh_t *mesh)
     }
 }
 
-bool nvf_ucx_ep_rma_emulated(ucp_ep_h ep)
+bool nvf_ucx_ep_rma_emulated(nvf_ucx_ep_t *ep)
 {
+    if (ep->rma_emulated >= 0)
+        return ep->rma_emulated != 0;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return false; /* cannot tell: puts work everywhere */
-    ucp_ep_print_info(ep, f);
+    ucp_ep_print_info(ep->ep, f);
     fclose(f);
     /* UCX lists the put protocols of each RMA lane as "put[lane]: ..." */
     bool emulated =
         text != NULL && len > 0 && strstr(text, "lane[") != NULL && strstr(text, "put[") == NULL;
     free(text);
+    ep->rma_emulated = emulated;
     return emulated;
+}
+
+static void nvf_ucx_am_hdr(nvf_ucx_am_hdr_t *h, const nvf_ucx_mesh_t *mesh,
+                           const nvf_ucx_peer_t *peer, uint32_t kind, uint64_t k, uint64_t offset,
+                           uint64_t len)
+{
+    h->uid = peer->uid;
+    h->seq = k;
+    h->from = mesh->my_id;
+    h->kind = kind;
+    h->offset = offset;
+    h->len = len;
 }
 
 static nvf_status_t nvf_ucx_am_post(nvf_ucx_mesh_t *mesh, nvf_ucx_peer_t *peer, nvf_ucx_am_hdr_t *h,
@@ -178,12 +193,7 @@ nvf_status_t nvf_ucx_am_send(nvf_ucx_mesh_t *mesh, nvf_ucx_send_chan_t *c, uint6
     do { /* a message of 0 bytes is one empty fragment */
         size_t n = len - off < NVF_UCX_AM_FRAG ? len - off : NVF_UCX_AM_FRAG;
         nvf_ucx_am_hdr_t *h = &hdrs[f++];
-        h->uid = c->peer->uid;
-        h->seq = k;
-        h->from = mesh->my_id;
-        h->kind = NVF_UCX_AM_DATA;
-        h->offset = off;
-        h->len = len;
+        nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_DATA, k, off, len);
         nvf_status_t ret =
             nvf_ucx_am_post(mesh, c->peer, h, (const char *)src + off, n, UCP_AM_SEND_FLAG_EAGER);
         if (ret != NVF_OK)
@@ -196,10 +206,6 @@ nvf_status_t nvf_ucx_am_send(nvf_ucx_mesh_t *mesh, nvf_ucx_send_chan_t *c, uint6
 nvf_status_t nvf_ucx_am_credit(nvf_ucx_mesh_t *mesh, nvf_ucx_recv_chan_t *c, uint64_t k)
 {
     nvf_ucx_am_hdr_t *h = &c->hdr[k % (uint64_t)mesh->nslots];
-    h->uid = c->peer->uid;
-    h->seq = k;
-    h->from = mesh->my_id;
-    h->kind = NVF_UCX_AM_CREDIT;
-    h->offset = h->len = 0;
+    nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_CREDIT, k, 0, 0);
     return nvf_ucx_am_post(mesh, c->peer, h, NULL, 0, UCP_AM_SEND_FLAG_EAGER);
 }

@@ -280,6 +280,7 @@ nvf_status_t nvf_ucx_ep_get(nvf_ucx_ctx_t *ctx, const void *addr, size_t addr_le
     memcpy(ep->addr, addr, addr_len);
     ep->addr_len = addr_len;
     ep->addr_hash = hash;
+    ep->rma_emulated = -1;
 
     /* PEER first; UCX 1.13 refuses it (unreachable) where only transports without failure
      * detection reach the peer (shared memory, self): then without error handling, quietly */

@@ -67,7 +67,8 @@ typedef struct nvf_ucx_ep {
     bool peer_mode;     /* UCP_ERR_HANDLING_MODE_PEER: failures are reported, force close allowed */
     bool failed;        /* set by the error callback (during progress) */
     ucs_status_t fail_status;
-    void *req; /* teardown: the flush or close request in flight */
+    void *req;        /* teardown: the flush or close request in flight */
+    int rma_emulated; /* puts to it emulated by UCX (no RMA lane): 1, 0, -1 not looked at yet */
 } nvf_ucx_ep_t;
 
 struct nvf_ucx_ctx {
@@ -212,9 +213,11 @@ nvf_status_t nvf_ucx_track(nvf_ucx_mesh_t *mesh, ucs_status_ptr_t r, const char 
 nvf_status_t nvf_ucx_am_init(nvf_ucx_ctx_t *ctx);
 nvf_status_t nvf_ucx_am_register(nvf_ucx_mesh_t *mesh);
 void nvf_ucx_am_unregister(nvf_ucx_mesh_t *mesh);
-/* Whether UCX would emulate puts to this endpoint in software (no RMA lane). */
-bool nvf_ucx_ep_rma_emulated(ucp_ep_h ep);
-/* Sends message k (slot k % nslots) of channel c, len bytes from src, as one active message. */
+/* Whether UCX would emulate puts to this endpoint in software (no RMA lane); looked at once per
+ * endpoint. */
+bool nvf_ucx_ep_rma_emulated(nvf_ucx_ep_t *ep);
+/* Sends message k (slot k % nslots) of channel c, len bytes from src, as eager active messages
+ * of at most NVF_UCX_AM_FRAG bytes. */
 nvf_status_t nvf_ucx_am_send(nvf_ucx_mesh_t *mesh, nvf_ucx_send_chan_t *c, uint64_t k,
                              const void *src, size_t len);
 /* Tells the sender of channel c that message k has been released. */

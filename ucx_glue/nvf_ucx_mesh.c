@@ -448,7 +448,7 @@ nvf_status_t nvf_ucx_mesh_connect(nvf_ucx_mesh_t *mesh, int peer_id, const void 
     peer->ep = ep;
     peer->uid = h.uid;
     peer->am = mesh->protocol == NVF_UCX_PROTO_AM ||
-               (mesh->protocol == NVF_UCX_PROTO_AUTO && nvf_ucx_ep_rma_emulated(ep->ep));
+               (mesh->protocol == NVF_UCX_PROTO_AUTO && nvf_ucx_ep_rma_emulated(ep));
     if (sc != NULL) {
         sc->remote_data = h.base + win_off;
         sc->remote_flags = sc->remote_data + (uint64_t)mesh->nslots * mesh->slot_stride;

@@ -306,14 +306,15 @@ static inline bool tu_msg_check(const void *data, size_t len, int from, int to, 
     return true;
 }
 
-/* Creates a mesh, exchanges blobs (fixed size: blob_max, all lists of equal total length) and
- * connects to every peer of both lists. NULL after a failed CHECK. */
 /* The protocol every mesh a test sets up sends with (set before forking). */
 static nvf_ucx_protocol_t tu_protocol = NVF_UCX_PROTO_AUTO;
 static inline const char *tu_protocol_name(nvf_ucx_protocol_t p)
 {
     return p == NVF_UCX_PROTO_PUT ? "put" : p == NVF_UCX_PROTO_AM ? "am" : "auto";
 }
+
+/* Creates a mesh, exchanges blobs (fixed size: blob_max, all lists of equal total length) and
+ * connects to every peer of both lists. NULL after a failed CHECK. */
 
 static inline nvf_ucx_mesh_t *tu_mesh_setup(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, const int *send_to,
                                             int nsend, const int *recv_from, int nrecv, int nslots,
