@@ -214,6 +214,7 @@ void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t
     op->count = count;
     op->esize = nvf_dtype_size(dt);
     op->red = nvf_reduce_fn(dt, rop);
+    op->red_rev = nvf_reduce_rev_fn(dt, rop);
     const int p = rail->p;
     if (p < 2 || count == 0)
         op->nsteps = 0;
@@ -234,9 +235,8 @@ static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elem
     case ACT_REDUCE_MINE_FIRST: /* dst = dst op data */
         op->red(dst, data, elems);
         break;
-    case ACT_REDUCE_THEIRS_FIRST:          /* dst = data op dst: the lower-ranked operand first */
-        op->red((void *)data, dst, elems); /* the slot is ours until released */
-        memcpy(dst, data, bytes);
+    case ACT_REDUCE_THEIRS_FIRST: /* dst = data op dst: the lower-ranked operand first */
+        op->red_rev(dst, data, elems);
         break;
     case ACT_COPY:
         memcpy(dst, data, bytes);

@@ -58,7 +58,8 @@ typedef struct nvf_inter_op {
     char *buf;
     size_t count;
     size_t esize;
-    nvf_reduce_fn_t red;
+    nvf_reduce_fn_t red;     /* acc = acc op x */
+    nvf_reduce_fn_t red_rev; /* acc = x op acc */
     int step;
     int nsteps;
     bool step_ready; /* send/recv of the current step computed */

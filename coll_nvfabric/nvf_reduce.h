@@ -17,6 +17,9 @@ typedef void (*nvf_reduce3_fn_t)(void *out, const void *a, const void *b, size_t
 
 /* NULL when the pair is not supported (see nvf_op_supported). */
 nvf_reduce_fn_t nvf_reduce_fn(nvf_dtype_t dt, nvf_op_t op);
+/* The same with the operands the other way round: acc[i] = op(x[i], acc[i]) (the operand order
+ * matters for the bits: NaN payloads, and the order a fixed reduction tree must keep). */
+nvf_reduce_fn_t nvf_reduce_rev_fn(nvf_dtype_t dt, nvf_op_t op);
 nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op);
 
 /* out = src[0] op src[1] op ... op src[n-1], in that order (a fixed order: every caller that

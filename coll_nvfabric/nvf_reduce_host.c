@@ -16,6 +16,13 @@
         for (size_t i = 0; i < n; i++)                                                             \
             acc[i] = fn(acc[i], x[i]);                                                             \
     }                                                                                              \
+    static void nvf_red_rev_##op##_##dt(void *acc_, const void *x_, size_t n)                      \
+    {                                                                                              \
+        T *restrict acc = (T *)acc_;                                                               \
+        const T *restrict x = (const T *)x_;                                                       \
+        for (size_t i = 0; i < n; i++)                                                             \
+            acc[i] = fn(x[i], acc[i]);                                                             \
+    }                                                                                              \
     static void nvf_red3_##op##_##dt(void *out_, const void *a_, const void *b_, size_t n)         \
     {                                                                                              \
         if (out_ == a_) {                                                                          \
@@ -37,6 +44,12 @@ static const nvf_reduce_fn_t nvf_reduce_table[NVF_OP_COUNT][NVF_DTYPE_COUNT] = {
 #undef NVF_ENTRY
 };
 
+static const nvf_reduce_fn_t nvf_reduce_rev_table[NVF_OP_COUNT][NVF_DTYPE_COUNT] = {
+#define NVF_ENTRY(op, dt, T, fn) [NVF_OP_##op][NVF_DTYPE_##dt] = nvf_red_rev_##op##_##dt,
+    NVF_FOREACH_OP_DTYPE(NVF_ENTRY)
+#undef NVF_ENTRY
+};
+
 static const nvf_reduce3_fn_t nvf_reduce3_table[NVF_OP_COUNT][NVF_DTYPE_COUNT] = {
 #define NVF_ENTRY(op, dt, T, fn) [NVF_OP_##op][NVF_DTYPE_##dt] = nvf_red3_##op##_##dt,
     NVF_FOREACH_OP_DTYPE(NVF_ENTRY)
@@ -46,6 +59,11 @@ static const nvf_reduce3_fn_t nvf_reduce3_table[NVF_OP_COUNT][NVF_DTYPE_COUNT] =
 nvf_reduce_fn_t nvf_reduce_fn(nvf_dtype_t dt, nvf_op_t op)
 {
     return nvf_op_supported(dt, op) ? nvf_reduce_table[op][dt] : NULL;
+}
+
+nvf_reduce_fn_t nvf_reduce_rev_fn(nvf_dtype_t dt, nvf_op_t op)
+{
+    return nvf_op_supported(dt, op) ? nvf_reduce_rev_table[op][dt] : NULL;
 }
 
 nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op)

@@ -52,6 +52,34 @@ static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_
     free(out);
 }
 
+/* The reversed accumulate loop, acc = x op acc, against the reference reduction of (x, acc) in
+ * that order. */
+static void check_reversed(nvf_dtype_t dt, nvf_op_t op, size_t n)
+{
+    size_t es = nvf_dtype_size(dt);
+    void *src[2] = {malloc(n * es), malloc(n * es)}, *ref = malloc(n * es), *acc = malloc(n * es);
+    unsigned long long seed0 = case_seed;
+    nvf_ref_fill(dt, op, NVF_REF_RANDOM, src[0], n, case_seed++);
+    nvf_ref_fill(dt, op, NVF_REF_RANDOM, src[1], n, case_seed++);
+    nvf_ref_reduce(dt, op, ref, src, 2, n);
+    memcpy(acc, src[1], n * es);
+    nvf_reduce_rev_fn(dt, op)(acc, src[0], n);
+    size_t bad = nvf_ref_first_diff(dt, acc, ref, n, true);
+    if (bad < n) {
+        char got[96], want[96];
+        nvf_ref_format(dt, acc, bad, got, sizeof(got));
+        nvf_ref_format(dt, ref, bad, want, sizeof(want));
+        CHECK(0, "%s %s n=%zu reversed seed=%llu: element %zu is %s, expected %s",
+              nvf_dtype_name(dt), nvf_op_name(op), n, seed0, bad, got, want);
+    } else {
+        CHECK(1, "ok");
+    }
+    free(src[0]);
+    free(src[1]);
+    free(ref);
+    free(acc);
+}
+
 int main(void)
 {
     const size_t counts[] = {1, 2, 3, 7, 31, 257, 1023, 1024, 1025, 2047, 2049, 8191, 12289, 40000};
@@ -68,6 +96,8 @@ int main(void)
                   nvf_dtype_name(dt), nvf_op_name(op), !valid, valid);
             CHECK((nvf_reduce_fn(dt, op) != NULL) == valid, "%s %s: loop presence",
                   nvf_dtype_name(dt), nvf_op_name(op));
+            CHECK((nvf_reduce_rev_fn(dt, op) != NULL) == valid, "%s %s: reversed loop presence",
+                  nvf_dtype_name(dt), nvf_op_name(op));
             if (!valid)
                 continue;
             pairs++;
@@ -75,6 +105,8 @@ int main(void)
                 for (size_t s = 0; s < sizeof(nsrcs) / sizeof(nsrcs[0]); s++)
                     for (int ip = 0; ip < 2; ip++)
                         check_case(dt, op, nsrcs[s], counts[c], ip);
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                check_reversed(dt, op, counts[c]);
         }
     }
     /* 8 integer types x 10 ops, 3 real x 4, bool x 3, 3 complex x 2, 6 pairs x 2 */
