@@ -125,7 +125,8 @@ static void set_xfer(nvf_inter_xfer_t *x, int peer, char *ptr, size_t elems, int
     x->action = action;
 }
 
-static void plan_step(nvf_inter_op_t *op)
+/* The current step's transfers, as regions of buf. */
+static void plan_step_in_buf(nvf_inter_op_t *op)
 {
     const int p = op->rail->p, me = op->rail->me;
     set_xfer(&op->send, -1, NULL, 0, ACT_NONE);
@@ -204,17 +205,49 @@ static void plan_step(nvf_inter_op_t *op)
         set_xfer(&op->recv, me + 1, op->buf, op->count, ACT_COPY);
 }
 
-void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg, void *buf,
-                     size_t count, nvf_dtype_t dt, nvf_op_t rop)
+/* The current step's transfers. With a separate input (op->in != op->buf), a region of buf that
+ * holds nothing yet is read from the input instead: a send reads the input itself, a reduction
+ * combines the input with the received data into buf. In the ring every reduce-scatter step
+ * receives a region not touched before, and only its first step sends one; under recursive
+ * doubling and halving-doubling, everything up to my first reduction (the fold, or the first
+ * exchange) reads the input, and that reduction writes every region a later step reads before
+ * the all-gather's copies fill in the rest. */
+static void plan_step(nvf_inter_op_t *op)
+{
+    plan_step_in_buf(op);
+    nvf_inter_xfer_t *s = &op->send, *r = &op->recv;
+    r->in = NULL;
+    if (op->in == op->buf)
+        return;
+    const bool reduces = r->peer >= 0 && r->action != ACT_COPY && r->action != ACT_NONE;
+    bool send_fresh, recv_fresh;
+    if (op->alg == NVF_INTER_RING) {
+        send_fresh = op->step == 0;
+        recv_fresh = op->step < op->rail->p - 1;
+    } else {
+        send_fresh = recv_fresh = !op->buf_live;
+        if (reduces)
+            op->buf_live = true;
+    }
+    if (send_fresh && s->peer >= 0)
+        s->ptr = (char *)op->in + (s->ptr - op->buf);
+    if (recv_fresh && reduces)
+        r->in = op->in + (r->ptr - op->buf);
+}
+
+void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg,
+                     const void *in, void *buf, size_t count, nvf_dtype_t dt, nvf_op_t rop)
 {
     memset(op, 0, sizeof(*op));
     op->rail = rail;
     op->alg = alg;
     op->buf = (char *)buf;
+    op->in = in != NULL ? (const char *)in : op->buf;
     op->count = count;
     op->esize = nvf_dtype_size(dt);
     op->red = nvf_reduce_fn(dt, rop);
     op->red_rev = nvf_reduce_rev_fn(dt, rop);
+    op->red3 = nvf_reduce3_fn(dt, rop);
     const int p = rail->p;
     if (p < 2 || count == 0)
         op->nsteps = 0;
@@ -224,6 +257,27 @@ void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t
         op->nsteps = 2 + 2 * log2_exact(largest_pow2_le(p));
     else
         op->nsteps = 2 + log2_exact(largest_pow2_le(p));
+    if (op->nsteps == 0 && op->in != op->buf && count > 0)
+        memcpy(op->buf, op->in, count * op->esize); /* nothing to exchange: the input is it */
+}
+
+/* dst = mine op data, where mine is in (the input) or, NULL, dst itself; and the other way round */
+static void reduce_mine_first(const nvf_inter_op_t *op, char *dst, const char *in, const void *data,
+                              size_t elems)
+{
+    if (in != NULL)
+        op->red3(dst, in, data, elems);
+    else
+        op->red(dst, data, elems);
+}
+
+static void reduce_theirs_first(const nvf_inter_op_t *op, char *dst, const char *in,
+                                const void *data, size_t elems)
+{
+    if (in != NULL)
+        op->red3(dst, data, in, elems);
+    else
+        op->red_rev(dst, data, elems);
 }
 
 /* Process one arrived message of `elems` elements at offset `at` of the receive part. */
@@ -231,12 +285,13 @@ static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elem
 {
     char *dst = op->recv.ptr + at * op->esize;
     const size_t bytes = elems * op->esize;
+    const char *in = op->recv.in != NULL ? op->recv.in + at * op->esize : NULL;
     switch (op->recv.action) {
-    case ACT_REDUCE_MINE_FIRST: /* dst = dst op data */
-        op->red(dst, data, elems);
+    case ACT_REDUCE_MINE_FIRST: /* dst = mine op data */
+        reduce_mine_first(op, dst, in, data, elems);
         break;
-    case ACT_REDUCE_THEIRS_FIRST: /* dst = data op dst: the lower-ranked operand first */
-        op->red_rev(dst, data, elems);
+    case ACT_REDUCE_THEIRS_FIRST: /* dst = data op mine: the lower-ranked operand first */
+        reduce_theirs_first(op, dst, in, data, elems);
         break;
     case ACT_COPY:
         memcpy(dst, data, bytes);
@@ -244,6 +299,25 @@ static void process(nvf_inter_op_t *op, const void *data, size_t at, size_t elem
     default:
         break;
     }
+}
+
+/* Applying a message as it arrives (transports that can, see recv_post): the same three actions
+ * as process(). */
+static const char *land_input(const nvf_inter_op_t *op, const void *dst)
+{
+    return op->recv.in != NULL ? op->recv.in + ((const char *)dst - op->recv.ptr) : NULL;
+}
+
+static void land_reduce(void *arg, void *dst, const void *src, size_t bytes)
+{
+    const nvf_inter_op_t *op = arg;
+    reduce_mine_first(op, dst, land_input(op, dst), src, bytes / op->esize);
+}
+
+static void land_reduce_rev(void *arg, void *dst, const void *src, size_t bytes)
+{
+    const nvf_inter_op_t *op = arg;
+    reduce_theirs_first(op, dst, land_input(op, dst), src, bytes / op->esize);
 }
 
 /* Records [lo, hi) as read by a put in flight; false if no room (wait for completion first). */
@@ -280,6 +354,56 @@ static bool pend_settle(nvf_inter_op_t *op, const nvf_transport_t *tp)
     return true;
 }
 
+/* Whether the received data may be written into [c0, c1) now. Recursive doubling sends and
+ * receives the same region: a received chunk may be folded in only once the part of my send it
+ * overlaps has been put on the wire, and once the puts that read it have completed. */
+static bool writable(nvf_inter_op_t *op, const nvf_transport_t *tp, const char *c0, const char *c1)
+{
+    const nvf_inter_xfer_t *s = &op->send;
+    if (s->peer >= 0 && s->issued < s->elems) {
+        const char *u0 = s->ptr + s->issued * op->esize, *u1 = s->ptr + s->elems * op->esize;
+        if (c0 < u1 && u0 < c1)
+            return false;
+    }
+    return !pend_overlaps(op, c0, c1) || pend_settle(op, tp);
+}
+
+/* Posts in-place landings for the next messages of the current receive (as many as the
+ * transport's window takes), each once its region may be written: the transport then applies
+ * them as they arrive, any time until they are released. */
+static void post_landings(nvf_inter_op_t *op, const nvf_transport_t *tp, size_t chunk)
+{
+    const nvf_inter_xfer_t *r = &op->recv;
+    void (*fn)(void *, void *, const void *, size_t) =
+        r->action == ACT_REDUCE_MINE_FIRST     ? land_reduce
+        : r->action == ACT_REDUCE_THEIRS_FIRST ? land_reduce_rev
+                                               : NULL;
+    if (r->action == ACT_NONE)
+        return;
+    size_t at = r->issued;
+    for (unsigned ahead = 0; ahead < NVF_INTER_NSLOTS && at < r->elems; ahead++) {
+        size_t n = r->elems - at < chunk ? r->elems - at : chunk;
+        char *c0 = r->ptr + at * op->esize, *c1 = c0 + n * op->esize;
+        if (!writable(op, tp, c0, c1) || !tp->recv_post(tp->ctx, op->rail->rank_of[r->peer], ahead,
+                                                        c0, n * op->esize, op->esize, fn, op))
+            return;
+        at += n;
+    }
+}
+
+static nvf_status_t fail(nvf_inter_op_t *op, nvf_status_t st)
+{
+    nvf_inter_abort(op);
+    return st;
+}
+
+void nvf_inter_abort(nvf_inter_op_t *op)
+{
+    const nvf_transport_t *tp = &op->rail->tp;
+    if (tp->recv_unpost != NULL && op->step_ready && op->recv.peer >= 0)
+        tp->recv_unpost(tp->ctx, op->rail->rank_of[op->recv.peer]);
+}
+
 nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
 {
     const nvf_rail_t *rail = op->rail;
@@ -302,7 +426,7 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             bool started = false;
             st = tp->send(tp->ctx, rail->rank_of[s->peer], lo, n * op->esize, &started);
             if (st != NVF_OK)
-                return st;
+                return fail(op, st);
             if (!started) {
                 /* no credit: the range was not put after all */
                 if (op->pend[op->npend - 1].hi == hi && op->pend[op->npend - 1].lo == lo)
@@ -313,31 +437,31 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             }
             s->issued += n;
         }
+        if (tp->recv_post != NULL && r->peer >= 0)
+            post_landings(op, tp, chunk);
         while (r->peer >= 0 && r->issued < r->elems) {
             const void *data;
             if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
                 break;
             size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
-            const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
-            /* recursive doubling sends and receives the same region: a received chunk may be
-             * folded in only once the part of my send it overlaps has been put on the wire */
-            if (s->peer >= 0 && s->issued < s->elems) {
-                const char *u0 = s->ptr + s->issued * op->esize,
-                           *u1 = s->ptr + s->elems * op->esize;
-                if (c0 < u1 && u0 < c1)
-                    break;
+            if (data == NULL) { /* applied in place as it arrived */
+                st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
+                if (st != NVF_OK)
+                    return fail(op, st);
+                r->issued += n;
+                continue;
             }
-            /* ... and once the puts that read it have completed */
-            if (pend_overlaps(op, c0, c1) && !pend_settle(op, tp))
+            const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
+            if (!writable(op, tp, c0, c1))
                 break;
             process(op, data, r->issued, n);
             st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
             if (st != NVF_OK)
-                return st;
+                return fail(op, st);
             r->issued += n;
         }
         if (tp->failed(tp->ctx))
-            return NVF_ERR_UCX;
+            return fail(op, NVF_ERR_UCX);
         if ((s->peer >= 0 && s->issued < s->elems) || (r->peer >= 0 && r->issued < r->elems))
             return NVF_OK; /* not yet */
         op->step++;

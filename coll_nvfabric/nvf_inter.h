@@ -24,6 +24,11 @@ typedef struct nvf_transport {
     nvf_status_t (*recv_release)(void *ctx, int peer);
     void (*progress)(void *ctx);
     bool (*failed)(void *ctx);
+    /* optional (NULL: messages always land in slots): receiving in place, see
+     * nvf_ucx_recv_post / nvf_ucx_recv_unpost; recv_test then gives *data NULL */
+    bool (*recv_post)(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
+                      void (*fn)(void *arg, void *dst, const void *src, size_t bytes), void *arg);
+    void (*recv_unpost)(void *ctx, int peer);
     void *ctx;
 } nvf_transport_t;
 
@@ -45,21 +50,25 @@ int nvf_inter_max_peers(int p);
 void nvf_inter_peers(int p, int me, int *send_to, int *nsend, int *recv_from, int *nrecv);
 
 typedef struct nvf_inter_xfer {
-    int peer;      /* rail index */
-    char *ptr;     /* where the data is (send) or goes (recv) */
-    size_t elems;  /* total elements */
-    size_t issued; /* send: elements put on the wire; recv: elements processed */
-    int action;    /* recv: what to do with arriving data */
+    int peer;       /* rail index */
+    char *ptr;      /* where the data is (send) or goes (recv) */
+    size_t elems;   /* total elements */
+    size_t issued;  /* send: elements put on the wire; recv: elements processed */
+    int action;     /* recv: what to do with arriving data */
+    const char *in; /* recv: my operand, where it is not ptr itself (the input, at ptr's offset) */
 } nvf_inter_xfer_t;
 
 typedef struct nvf_inter_op {
     const nvf_rail_t *rail;
     nvf_inter_alg_t alg;
     char *buf;
+    const char *in; /* the input (buf itself when in place) */
+    bool buf_live;  /* recursive doubling: buf holds my partial results (else read in) */
     size_t count;
     size_t esize;
     nvf_reduce_fn_t red;     /* acc = acc op x */
     nvf_reduce_fn_t red_rev; /* acc = x op acc */
+    nvf_reduce3_fn_t red3;   /* out = a op b */
     int step;
     int nsteps;
     bool step_ready; /* send/recv of the current step computed */
@@ -72,11 +81,16 @@ typedef struct nvf_inter_op {
     int npend;
 } nvf_inter_op_t;
 
-/* Allreduce buf[0..count) in place among the rail. */
-void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg, void *buf,
-                     size_t count, nvf_dtype_t dt, nvf_op_t rop);
+/* Allreduce count elements among the rail into buf, from in (NULL or buf: in place). With a
+ * separate input, no copy of it into buf is needed: the algorithms read what they have not yet
+ * written from in, which they never write. */
+void nvf_inter_start(nvf_inter_op_t *op, const nvf_rail_t *rail, nvf_inter_alg_t alg,
+                     const void *in, void *buf, size_t count, nvf_dtype_t dt, nvf_op_t rop);
 /* Advances the operation; *done when buf holds the result and no put reads from it any more. */
 nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done);
+/* Abandons an operation that will not be progressed again (an error elsewhere): withdraws what
+ * it posted for in-place receiving, so nothing is written into buf afterwards. */
+void nvf_inter_abort(nvf_inter_op_t *op);
 
 struct nvf_topo;
 /* Collective over the whole communicator (every rank calls it, in the same order as the other

@@ -41,6 +41,17 @@ static nvf_status_t tp_recv_release(void *ctx, int peer)
     return nvf_ucx_recv_release(((rail_owner_t *)ctx)->mesh, peer);
 }
 
+static bool tp_recv_post(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
+                         void (*fn)(void *, void *, const void *, size_t), void *arg)
+{
+    return nvf_ucx_recv_post(((rail_owner_t *)ctx)->mesh, peer, ahead, dst, cap, granule, fn, arg);
+}
+
+static void tp_recv_unpost(void *ctx, int peer)
+{
+    nvf_ucx_recv_unpost(((rail_owner_t *)ctx)->mesh, peer);
+}
+
 static void tp_progress(void *ctx)
 {
     nvf_ucx_progress(((rail_owner_t *)ctx)->ucx);
@@ -143,8 +154,15 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
     }
     if (own != NULL) {
         rail->owner = own;
-        rail->tp = (nvf_transport_t){tp_send,     tp_send_idle, tp_recv_test, tp_recv_release,
-                                     tp_progress, tp_failed,    own};
+        rail->tp = (nvf_transport_t){.send = tp_send,
+                                     .send_idle = tp_send_idle,
+                                     .recv_test = tp_recv_test,
+                                     .recv_release = tp_recv_release,
+                                     .progress = tp_progress,
+                                     .failed = tp_failed,
+                                     .recv_post = tp_recv_post,
+                                     .recv_unpost = tp_recv_unpost,
+                                     .ctx = own};
     }
     if (st != NVF_OK)
         nvf_rail_close(rail);

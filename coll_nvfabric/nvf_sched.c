@@ -20,7 +20,7 @@
  * Device buffers (the staged device path) go through the segment with CUDA copies: the input is
  * copied whole into the input slot, the result out of the segment.
  * With one rank per node (the direct plan) there is nothing to do within a node: the rail's
- * allreduce runs alone, in place in the receive buffer.
+ * allreduce runs alone, reading the send buffer and writing the receive buffer.
  */
 #include "nvf_internal.h"
 #include "nvf_log.h"
@@ -249,7 +249,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         if (!inter_turn)
             return NVF_OK;
         if (!r->iop_started) {
-            nvf_inter_start(&r->iop, &r->c->rail, r->plan->inter,
+            nvf_inter_start(&r->iop, &r->c->rail, r->plan->inter, NULL,
                             nvf_shm_res(shm, b->set) + b->lo * e, b->hi - b->lo, r->dt, r->op);
             r->iop_started = true;
         }
@@ -310,12 +310,12 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One rank per node: the rail's allreduce of buf, in place. */
-static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, void *buf, size_t count,
-                                nvf_dtype_t dt, nvf_op_t op)
+/* One rank per node: the rail's allreduce of in into buf (in == buf: in place). */
+static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const void *in, void *buf,
+                                size_t count, nvf_dtype_t dt, nvf_op_t op)
 {
     nvf_inter_op_t iop;
-    nvf_inter_start(&iop, &c->rail, plan->inter, buf, count, dt, op);
+    nvf_inter_start(&iop, &c->rail, plan->inter, in, buf, count, dt, op);
     unsigned spins = 0;
     for (;;) {
         bool done = false;
@@ -333,7 +333,8 @@ static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, void *buf
     }
 }
 
-/* The direct plan: in the receive buffer (device buffers: in a host copy, copied back). */
+/* The direct plan: from the send buffer straight into the receive buffer (device buffers: in a
+ * host copy, copied back). */
 static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
                                size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
 {
@@ -345,13 +346,11 @@ static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void
         tmp = malloc(bytes ? bytes : 1);
         if (tmp == NULL)
             return NVF_ERR_NOMEM;
-        work = tmp;
-        st = nvf_memcpy_any(work, in, bytes);
-    } else if (in != rbuf) {
-        memcpy(work, in, bytes);
+        st = nvf_memcpy_any(tmp, in, bytes);
+        in = work = tmp;
     }
     if (st == NVF_OK)
-        st = direct_rail(c, plan, work, count, dt, op);
+        st = direct_rail(c, plan, in, work, count, dt, op);
     if (st == NVF_OK && tmp != NULL)
         st = nvf_memcpy_any(rbuf, tmp, bytes);
     free(tmp);
@@ -429,6 +428,8 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
             do {
                 nvf_status_t st = advance(&r, b, prev, i == inter_turn, &moved);
                 if (st != NVF_OK) {
+                    if (r.iop_started)
+                        nvf_inter_abort(&r.iop); /* nothing may land in the segment later */
                     atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release);
                     nvf_error("inter-node stage failed at block %llu: %s",
                               (unsigned long long)b->seq, nvf_status_str(st));
@@ -454,8 +455,11 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
             sched_yield();
         }
         if ((++idle_rounds & 0xfffff) == 0) {
-            if (atomic_load_explicit(&shm->hdr->failed, memory_order_acquire))
+            if (atomic_load_explicit(&shm->hdr->failed, memory_order_acquire)) {
+                if (r.iop_started)
+                    nvf_inter_abort(&r.iop);
                 return NVF_ERR_PEER;
+            }
             double t = now_s();
             if (stall_since == 0)
                 stall_since = t;

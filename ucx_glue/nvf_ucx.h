@@ -158,7 +158,8 @@ bool nvf_ucx_send_idle(nvf_ucx_mesh_t *mesh, bool released);
 
 /* ---- receiving -----------------------------------------------------------------------------
  * nvf_ucx_recv_test: if the next message from peer (the oldest one not yet released) has
- * arrived, *data points at it in the window (readable until released) and returns true. It does
+ * arrived, *data points at it in the window (readable until released; NULL if it was applied in
+ * place, see nvf_ucx_recv_post) and returns true. It does
  * not consume: calling it again before nvf_ucx_recv_release returns the same message. When the
  * message has not arrived it progresses the worker once and looks again. False for an unknown or
  * unconnected peer; on a failed mesh, a message that has not arrived never will (check
@@ -167,6 +168,24 @@ bool nvf_ucx_recv_test(nvf_ucx_mesh_t *mesh, int peer, const void **data);
 /* Releases the oldest received message from peer (one that nvf_ucx_recv_test has seen): its
  * slot may be reused by the sender. NVF_ERR_INVALID if that message has not arrived. */
 nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer);
+
+/* Receiving in place. nvf_ucx_recv_post: the message `ahead` places after the oldest one not yet
+ * released from peer (ahead < the mesh's nslots) is not to land in its slot but to be applied
+ * straight to dst, at most cap bytes: each fragment, as it arrives, by fn(arg, dst + its offset,
+ * fragment, bytes) (fn NULL: copied), in whole multiples of granule bytes. nvf_ucx_recv_test then
+ * reports that message with *data NULL (nothing to read: it is applied). It saves a copy where
+ * the message travels by active messages (the handler has the data in hand); where the sender
+ * puts it into the slot by RDMA, the landing is ignored and the message is read from its slot as
+ * usual. Returns false, and changes nothing, when the message has begun to arrive, ahead is
+ * out of range, or fragments could split a granule; posting the same message again is a no-op.
+ * dst must stay valid, and not be read or written by anyone else, until the message is
+ * released or the landing withdrawn. A message larger than cap fails the mesh. */
+typedef void (*nvf_ucx_land_fn_t)(void *arg, void *dst, const void *src, size_t bytes);
+bool nvf_ucx_recv_post(nvf_ucx_mesh_t *mesh, int peer, unsigned ahead, void *dst, size_t cap,
+                       size_t granule, nvf_ucx_land_fn_t fn, void *arg);
+/* Withdraws every landing posted for peer's messages (the caller abandons the buffers): what
+ * arrives later lands in the slots. */
+void nvf_ucx_recv_unpost(nvf_ucx_mesh_t *mesh, int peer);
 
 /* What the send channels use, for verbose output: "put", "am" or "put+am" (some of each), "none"
  * before any peer is connected. */

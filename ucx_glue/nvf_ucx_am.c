@@ -11,12 +11,18 @@
  * sender's credit word in the same way. Everything runs inside ucp_worker_progress, on the
  * thread that drives the worker.
  *
+ * A message the receiver posted a landing for (nvf_ucx_recv_post) goes to that buffer instead
+ * of the slot, fragment by fragment, copied or reduced by the poster's function: the data is
+ * touched once after UCX has it, where landing in the slot and then reducing from it touches it
+ * twice.
+ *
  * A message for a mesh that is no longer registered (uids are never reused) is dropped; one that
  * contradicts its channel (unknown sender, a sequence number outside the window, a payload larger
  * than a slot) fails the mesh with a clear error instead of writing anywhere.
  */
 #include "nvf_ucx_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +68,34 @@ static void nvf_ucx_am_data(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, con
         nvf_ucx_am_reject(mesh, h, "does not fit its slot");
         return;
     }
-    if (length > 0)
-        memcpy(c->data + s * mesh->slot_stride + h->offset, data, length);
+    unsigned char *slot = c->data + s * mesh->slot_stride;
+    nvf_ucx_landing_t *l = &c->land[s];
+    if (l->seq1 != h->seq + 1) {
+        if (length > 0)
+            memcpy(slot + h->offset, data, length);
+    } else if (h->len > l->cap) {
+        nvf_ucx_am_reject(mesh, h, "larger than the buffer posted for it");
+        return;
+    } else if (length > 0 && l->fn == NULL) {
+        memcpy(l->dst + h->offset, data, length);
+    } else if (length > 0) {
+        if (h->offset % l->granule != 0 || length % l->granule != 0) {
+            nvf_ucx_am_reject(mesh, h, "fragment splits an element");
+            return;
+        }
+        /* the reduction reads whole elements: from UCX's buffer where it is aligned for them,
+         * else from the slot (unused by this message) */
+        const size_t align = l->granule & (~l->granule + 1); /* largest power of 2 dividing it */
+        if ((uintptr_t)data % (align < 16 ? align : 16) != 0) {
+            memcpy(slot + h->offset, data, length);
+            data = slot + h->offset;
+        }
+        l->fn(l->arg, l->dst + h->offset, data, length);
+    }
     c->landed[s] += length;
     if (c->landed[s] == h->len) {
         c->landed[s] = 0;
+        l->applied = l->seq1 == h->seq + 1;
         atomic_store_explicit(&c->flags[s], h->seq + 1, memory_order_release);
     }
 }

@@ -214,7 +214,8 @@ bool nvf_ucx_recv_test(nvf_ucx_mesh_t *mesh, int peer, const void **data)
         if (atomic_load_explicit(&c->flags[s], memory_order_acquire) != k + 1)
             return false;
     }
-    *data = c->data + s * mesh->slot_stride;
+    const nvf_ucx_landing_t *l = &c->land[s];
+    *data = (l->seq1 == k + 1 && l->applied) ? NULL : c->data + s * mesh->slot_stride;
     return true;
 }
 
@@ -241,6 +242,35 @@ nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer)
     }
     if (ret != NVF_OK)
         return ret;
+    c->land[s] = (nvf_ucx_landing_t){0};
     c->nreleased = k + 1;
     return NVF_OK;
+}
+
+bool nvf_ucx_recv_post(nvf_ucx_mesh_t *mesh, int peer, unsigned ahead, void *dst, size_t cap,
+                       size_t granule, nvf_ucx_land_fn_t fn, void *arg)
+{
+    nvf_ucx_recv_chan_t *c = nvf_ucx_recv_chan(mesh, peer);
+    if (c == NULL || !c->connected || ahead >= (unsigned)mesh->nslots || granule == 0 ||
+        (fn != NULL && NVF_UCX_AM_FRAG % granule != 0))
+        return false;
+    const uint64_t k = c->nreleased + ahead, s = k % (uint64_t)mesh->nslots;
+    nvf_ucx_landing_t *l = &c->land[s];
+    if (l->seq1 == k + 1)
+        return true;
+    /* nothing of message k may have landed yet (the slot's previous message is released) */
+    if (c->landed[s] != 0 || atomic_load_explicit(&c->flags[s], memory_order_acquire) == k + 1)
+        return false;
+    *l = (nvf_ucx_landing_t){k + 1, dst, cap, granule, fn, arg, false};
+    return true;
+}
+
+void nvf_ucx_recv_unpost(nvf_ucx_mesh_t *mesh, int peer)
+{
+    nvf_ucx_recv_chan_t *c = nvf_ucx_recv_chan(mesh, peer);
+    if (c == NULL)
+        return;
+    for (int s = 0; s < mesh->nslots; s++)
+        if (!c->land[s].applied)
+            c->land[s] = (nvf_ucx_landing_t){0};
 }

@@ -130,6 +130,7 @@ static void nvf_ucx_mesh_free(nvf_ucx_mesh_t *mesh, bool abandoned)
         free(mesh->hdrs);
     }
     free(mesh->landed);
+    free(mesh->lands);
     free(mesh);
 }
 
@@ -278,9 +279,11 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
     mesh->hdrs = calloc(((size_t)ns * (size_t)mesh->am_frags + (size_t)nr) * (size_t)nslots + 1,
                         sizeof(*mesh->hdrs));
     mesh->landed = calloc((size_t)nr * (size_t)nslots + 1, sizeof(uint64_t));
+    mesh->lands = calloc((size_t)nr * (size_t)nslots + 1, sizeof(*mesh->lands));
     mesh->protocol = params->protocol;
     if (mesh->send == NULL || mesh->recv == NULL || mesh->peers == NULL ||
-        mesh->src_words == NULL || mesh->hdrs == NULL || mesh->landed == NULL) {
+        mesh->src_words == NULL || mesh->hdrs == NULL || mesh->landed == NULL ||
+        mesh->lands == NULL) {
         ret = nvf_ucx_failf(NVF_ERR_NOMEM, "mesh: out of memory");
         goto fail;
     }
@@ -312,6 +315,7 @@ nvf_status_t nvf_ucx_mesh_create(nvf_ucx_ctx_t *ctx, const nvf_ucx_mesh_params_t
         c->hdr = hdrs;
         hdrs += nslots;
         c->landed = mesh->landed + (size_t)j * (size_t)nslots;
+        c->land = mesh->lands + (size_t)j * (size_t)nslots;
     }
     for (int i = 0; i < ns; i++) {
         nvf_ucx_send_chan_t *c = &mesh->send[i];

@@ -25,11 +25,24 @@ typedef struct slot {
     bool pending;    /* put issued, data not copied yet */
     const char *src; /* where a pending put reads from */
     size_t len;
+    unsigned long seq; /* the message's number on its channel */
     char data[SLOT];
 } slot_t;
 
+typedef void (*land_fn_t)(void *arg, void *dst, const void *src, size_t bytes);
+
+typedef struct landing { /* a receive in place, posted by the receiver for one message */
+    unsigned long seq1;  /* message number + 1; 0: none */
+    void *dst;
+    size_t cap, granule;
+    land_fn_t fn;
+    void *arg;
+    bool applied;
+} landing_t;
+
 typedef struct chan {
     slot_t s[NSLOTS];
+    landing_t land[NSLOTS];
     unsigned long sent, received, released;
 } chan_t;
 
@@ -37,6 +50,7 @@ typedef struct world {
     int p;
     chan_t ch[MAXP][MAXP]; /* [from][to] */
     unsigned long long rng;
+    bool landings; /* the transport offers receiving in place */
 } world_t;
 
 typedef struct peer_ctx {
@@ -51,7 +65,23 @@ static void complete_some(world_t *w, int me, bool all)
         for (int k = 0; k < NSLOTS; k++) {
             slot_t *s = &c->s[k];
             if (s->pending && (all || nvf_ref_rand(&w->rng) % 3 == 0)) {
-                memcpy(s->data, s->src, s->len); /* the "RDMA" reads the source now */
+                landing_t *l = &c->land[k];
+                if (l->seq1 == s->seq + 1) {
+                    /* posted for the message in this slot: applied from the source, in two
+                     * pieces cut at an element boundary, as fragments would be */
+                    CHECK(s->len <= l->cap, "message of %zu bytes into a landing of %zu", s->len,
+                          l->cap);
+                    size_t cut = s->len / 2 / l->granule * l->granule;
+                    if (l->fn != NULL) {
+                        l->fn(l->arg, l->dst, s->src, cut);
+                        l->fn(l->arg, (char *)l->dst + cut, s->src + cut, s->len - cut);
+                    } else {
+                        memcpy(l->dst, s->src, s->len);
+                    }
+                    l->applied = true;
+                } else {
+                    memcpy(s->data, s->src, s->len); /* the "RDMA" reads the source now */
+                }
                 s->pending = false;
                 s->full = true;
             }
@@ -72,7 +102,7 @@ static nvf_status_t t_send(void *ctx, int peer, const void *src, size_t len, boo
     s->pending = true;
     s->src = src;
     s->len = len;
-    c->sent++;
+    s->seq = c->sent++;
     *started = true;
     return NVF_OK;
 }
@@ -100,7 +130,8 @@ static bool t_recv_test(void *ctx, int peer, const void **data)
     slot_t *s = &c->s[c->received % NSLOTS];
     if (!s->full)
         return false;
-    *data = s->data;
+    const landing_t *l = &c->land[c->received % NSLOTS];
+    *data = (l->seq1 == c->received + 1 && l->applied) ? NULL : s->data;
     return true;
 }
 
@@ -111,9 +142,37 @@ static nvf_status_t t_recv_release(void *ctx, int peer)
     slot_t *s = &c->s[c->received % NSLOTS];
     CHECK(s->full, "release of an empty slot");
     s->full = false;
+    c->land[c->received % NSLOTS] = (landing_t){0};
     c->received++;
     c->released++;
     return NVF_OK;
+}
+
+static bool t_recv_post(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
+                        land_fn_t fn, void *arg)
+{
+    peer_ctx_t *pc = ctx;
+    chan_t *c = &pc->w->ch[peer][pc->me];
+    if (ahead >= NSLOTS || nvf_ref_rand(&pc->w->rng) % 4 == 0)
+        return false; /* out of the window, or (at random) declined: the slot path then */
+    const unsigned long m = c->received + ahead;
+    landing_t *l = &c->land[m % NSLOTS];
+    if (l->seq1 == m + 1)
+        return true;
+    const slot_t *s = &c->s[m % NSLOTS];
+    if (m < c->sent && s->full)
+        return false; /* arrived already */
+    *l = (landing_t){m + 1, dst, cap, granule, fn, arg, false};
+    return true;
+}
+
+static void t_recv_unpost(void *ctx, int peer)
+{
+    peer_ctx_t *pc = ctx;
+    chan_t *c = &pc->w->ch[peer][pc->me];
+    for (int k = 0; k < NSLOTS; k++)
+        if (!c->land[k].applied)
+            c->land[k] = (landing_t){0};
 }
 
 static void t_progress(void *ctx)
@@ -127,9 +186,9 @@ static bool t_failed(void *ctx)
     return false;
 }
 
-/* Runs one allreduce on p simulated peers; bufs[r] holds peer r's input, then its result. */
-static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t op, void **bufs,
-                size_t count)
+/* Runs one allreduce on p simulated peers: from ins[r] (NULL: in place) into bufs[r]. */
+static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t op,
+                void *const *ins, void **bufs, size_t count)
 {
     memset(w->ch, 0, sizeof(w->ch));
     w->p = p;
@@ -142,14 +201,21 @@ static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t
         rank_of[r] = r;
     for (int r = 0; r < p; r++) {
         ctx[r] = (peer_ctx_t){w, r};
-        rails[r] = (nvf_rail_t){
-            p,
-            r,
-            rank_of,
-            SLOT,
-            {t_send, t_send_idle, t_recv_test, t_recv_release, t_progress, t_failed, &ctx[r]},
-            NULL};
-        nvf_inter_start(&ops[r], &rails[r], alg, bufs[r], count, dt, op);
+        rails[r] = (nvf_rail_t){p,
+                                r,
+                                rank_of,
+                                SLOT,
+                                {.send = t_send,
+                                 .send_idle = t_send_idle,
+                                 .recv_test = t_recv_test,
+                                 .recv_release = t_recv_release,
+                                 .progress = t_progress,
+                                 .failed = t_failed,
+                                 .recv_post = w->landings ? t_recv_post : NULL,
+                                 .recv_unpost = w->landings ? t_recv_unpost : NULL,
+                                 .ctx = &ctx[r]},
+                                NULL};
+        nvf_inter_start(&ops[r], &rails[r], alg, ins ? ins[r] : NULL, bufs[r], count, dt, op);
         done[r] = false;
     }
     for (long round = 0; round < 10000000; round++) {
@@ -182,20 +248,33 @@ static void check_case(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, n
                        size_t count, nvf_ref_mode_t mode, unsigned long long seed)
 {
     const size_t es = nvf_ref_size(dt);
-    void *in[MAXP], *buf[MAXP], *again[MAXP];
+    void *in[MAXP], *keep[MAXP], *buf[MAXP], *again[MAXP];
     void *ref = malloc(count * es + 1);
+    /* in place or from a separate input; with receiving in place or without */
+    const bool separate = seed % 2 == 0;
+    w->landings = seed % 4 >= 2;
     for (int r = 0; r < p; r++) {
         in[r] = malloc(count * es + 1);
+        keep[r] = malloc(count * es + 1);
         buf[r] = malloc(count * es + 1);
         again[r] = malloc(count * es + 1);
         nvf_ref_fill(dt, op, mode, in[r], count, seed * 131 + (unsigned)r);
-        memcpy(buf[r], in[r], count * es);
-        memcpy(again[r], in[r], count * es);
+        memcpy(keep[r], in[r], count * es);
+        if (separate) { /* poisoned outputs */
+            memset(buf[r], 0xA5, count * es);
+            memset(again[r], 0x5A, count * es);
+        } else {
+            memcpy(buf[r], in[r], count * es);
+            memcpy(again[r], in[r], count * es);
+        }
     }
     nvf_ref_reduce(dt, op, ref, in, p, count);
     const char *name = alg == NVF_INTER_RD ? "rd" : alg == NVF_INTER_RING ? "ring" : "rhd";
-    if (!run(w, p, alg, dt, op, buf, count))
+    if (!run(w, p, alg, dt, op, separate ? in : NULL, buf, count))
         goto out;
+    for (int r = 0; separate && r < p; r++)
+        CHECK(memcmp(in[r], keep[r], count * es) == 0, "%s p=%d count=%zu: peer %d's input changed",
+              name, p, count, r);
     for (int r = 0; r < p; r++) {
         if (mode == NVF_REF_EXACT) {
             size_t bad = nvf_ref_first_diff(dt, buf[r], ref, count, false);
@@ -207,7 +286,7 @@ static void check_case(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, n
               nvf_dtype_name(dt), count, r, diff);
     }
     /* same inputs, same layout: same bits (whatever the interleaving of the peers) */
-    if (run(w, p, alg, dt, op, again, count))
+    if (run(w, p, alg, dt, op, separate ? in : NULL, again, count))
         for (int r = 0; r < p; r++)
             CHECK(nvf_ref_first_diff(dt, again[r], buf[r], count, true) == count,
                   "%s p=%d %s count=%zu: not repeatable on peer %d", name, p, nvf_dtype_name(dt),
@@ -215,6 +294,7 @@ static void check_case(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, n
 out:
     for (int r = 0; r < p; r++) {
         free(in[r]);
+        free(keep[r]);
         free(buf[r]);
         free(again[r]);
     }

@@ -7,6 +7,8 @@
  *     and all-to-all meshes carry thousands of messages of 1 .. slot_bytes bytes whose contents
  *     depend on (sender, receiver, sequence number): every byte is checked, so a lost,
  *     reordered, torn or overwritten message fails;
+ *   - on some of them the receiver posts in-place receives for its window (nvf_ucx_recv_post):
+ *     by active messages some must be applied in place (and are checked there), by puts none;
  *   - a sender starts exactly nslots messages the receiver has not released, then stays
  *     blocked until a release; recv_test peeks without consuming; misuse is refused;
  *   - meshes of changing shapes, and the context itself, are destroyed and re-created many
@@ -54,13 +56,25 @@ static nvf_ucx_ctx_t *child_init(const char *tls)
 typedef struct pump_chan {
     int peer;
     uint64_t k;         /* next message */
-    unsigned char *buf; /* ring of nbuf source buffers (send side) */
+    unsigned char *buf; /* ring of nbuf source buffers (send side), of nslots landings (receive) */
     bool filled;
 } pump_chan_t;
 
+/* A landing function of the tests: a copy that counts the bytes it applied. */
+static long landed_bytes;
+static void land_copy(void *arg, void *dst, const void *src, size_t bytes)
+{
+    CHECK(arg == &landed_bytes, "landing called with the wrong argument");
+    memcpy(dst, src, bytes);
+    landed_bytes += (long)bytes;
+}
+
+/* With `land`, the receiver posts in-place receives (nvf_ucx_recv_post) for the messages of its
+ * window into buffers of its own, alternately copied by the glue and by land_copy; *applied
+ * counts the messages recv_test reported as applied (checked in the landing buffer). */
 static bool pump(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, nvf_ucx_mesh_t *mesh, const int *send_to,
                  int nsend, const int *recv_from, int nrecv, int nslots, size_t slot_bytes,
-                 int msgs, const char *what)
+                 int msgs, bool land, long *applied, const char *what)
 {
     const int nbuf = nslots + 2;
     pump_chan_t s[NVF_TF_MAX], r[NVF_TF_MAX];
@@ -68,7 +82,9 @@ static bool pump(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, nvf_ucx_mesh_t *mesh, const i
         s[i] = (pump_chan_t){send_to[i], 0, malloc((size_t)nbuf * slot_bytes), false};
     }
     for (int i = 0; i < nrecv; i++)
-        r[i] = (pump_chan_t){recv_from[i], 0, NULL, false};
+        r[i] = (pump_chan_t){recv_from[i], 0, land ? malloc((size_t)nslots * slot_bytes) : NULL,
+                             false};
+    *applied = 0;
     double deadline = nvf_tf_now() + 30 * nvf_tf_slow();
     bool ok = true;
     for (;;) {
@@ -102,9 +118,22 @@ static bool pump(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, nvf_ucx_mesh_t *mesh, const i
             if (c->k >= (uint64_t)msgs)
                 continue;
             done = false;
+            for (int a = 0; land && a < nslots && c->k + (uint64_t)a < (uint64_t)msgs; a++) {
+                uint64_t m = c->k + (uint64_t)a;
+                nvf_ucx_recv_post(mesh, c->peer, (unsigned)a,
+                                  c->buf + (size_t)(m % (uint64_t)nslots) * slot_bytes, slot_bytes,
+                                  1, m % 2 ? land_copy : NULL, &landed_bytes);
+            }
             const void *data;
             if (!nvf_ucx_recv_test(mesh, c->peer, &data))
                 continue;
+            if (data == NULL) { /* applied in place: look at the landing buffer */
+                CHECK(land, "%s: a message reported applied in place without a landing", what);
+                if (!land)
+                    break;
+                data = c->buf + (size_t)(c->k % (uint64_t)nslots) * slot_bytes;
+                (*applied)++;
+            }
             size_t len = tu_msg_len(c->peer, tf->rank, c->k, slot_bytes);
             ok = tu_msg_check(data, len, c->peer, tf->rank, c->k, what);
             nvf_status_t st = nvf_ucx_recv_release(mesh, c->peer);
@@ -141,6 +170,8 @@ static bool pump(nvf_tf_t *tf, nvf_ucx_ctx_t *ctx, nvf_ucx_mesh_t *mesh, const i
     }
     for (int i = 0; i < nsend; i++)
         free(s[i].buf);
+    for (int i = 0; i < nrecv; i++)
+        free(r[i].buf);
     return ok;
 }
 
@@ -170,19 +201,30 @@ static int chan_body(nvf_tf_t *tf, void *arg)
     }
     nvf_ucx_mesh_t *mesh =
         tu_mesh_setup(tf, ctx, send_to, ns, recv_from, nr, cc->nslots, cc->slot_bytes, what);
+    const char *got = mesh != NULL ? nvf_ucx_mesh_protocol(mesh) : "none";
     if (mesh != NULL && n > 1) {
         const char *want = tu_protocol == NVF_UCX_PROTO_PUT  ? "put"
                            : tu_protocol == NVF_UCX_PROTO_AM ? "am"
                            : strcmp(cc->tls, "tcp") == 0     ? "am"
                            : strcmp(cc->tls, "sm") == 0      ? "put"
                                                              : NULL;
-        const char *got = nvf_ucx_mesh_protocol(mesh);
         CHECK(want == NULL || strcmp(got, want) == 0, "%s: protocol %s sends by %s, expected %s",
               what, tu_protocol_name(tu_protocol), got, want);
     }
     if (mesh != NULL) {
-        pump(tf, ctx, mesh, send_to, ns, recv_from, nr, cc->nslots, cc->slot_bytes,
-             scaled(cc->msgs), what);
+        /* receiving in place on the cases with an even window */
+        const bool land = cc->nslots % 2 == 0;
+        long applied = 0;
+        if (pump(tf, ctx, mesh, send_to, ns, recv_from, nr, cc->nslots, cc->slot_bytes,
+                 scaled(cc->msgs), land, &applied, what) &&
+            land) {
+            /* by active messages some messages are posted before they arrive; by puts the
+             * landing is ignored */
+            if (strcmp(got, "am") == 0)
+                CHECK(applied > 0, "%s: no message applied in place by active messages", what);
+            else if (strcmp(got, "put") == 0)
+                CHECK(applied == 0, "%s: %ld messages applied in place under puts", what, applied);
+        }
         nvf_ucx_mesh_destroy(mesh);
     }
     tu_check_no_mesh_state(what);
@@ -346,7 +388,8 @@ static int recreate_body(nvf_tf_t *tf, void *arg)
         nvf_ucx_mesh_t *mesh = tu_mesh_setup(tf, ctx, &next, 1, &prev, 1, nslots, slot, what);
         if (mesh == NULL)
             return 1;
-        pump(tf, ctx, mesh, &next, 1, &prev, 1, nslots, slot, 20, what);
+        long applied;
+        pump(tf, ctx, mesh, &next, 1, &prev, 1, nslots, slot, 20, it % 2 == 1, &applied, what);
         nvf_ucx_mesh_destroy(mesh);
         tu_check_no_mesh_state(what);
         nvf_ucx_counters_t c;
