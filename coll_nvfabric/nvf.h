@@ -64,7 +64,8 @@ typedef struct nvf_config {
     size_t shm_block_bytes;     /* bytes of one pipeline block (per rank slot) in the segment */
     int shm_nsets;              /* pipeline buffer sets in the segment */
     int pipeline_depth;         /* blocks in flight, <= shm_nsets */
-    int spin_before_yield;      /* polls of a flag before sched_yield() */
+    int spin_before_yield;      /* polls of a flag before sched_yield(); -1: auto (at setup: 1
+                                 * where the runtime yields when idle, else 64) */
     bool inter_enable;          /* allow the UCX inter-node stage */
     size_t inter_rd_max_bytes;  /* inter-node: recursive doubling up to this size, ring above */
     size_t inter_slot_bytes;    /* inter-node: bytes of one RDMA receive slot */
@@ -100,6 +101,9 @@ typedef struct nvf_oob {
     /* Every rank contributes len bytes; rbuf receives size * len bytes, in rank order.
      * Returns 0 on success. Collective over the whole communicator. */
     int (*allgather)(void *ctx, const void *sbuf, void *rbuf, size_t len);
+    /* Optional: whether the MPI runtime makes idle waits yield the core at once (it does when
+     * it runs more processes on a node than it has cores); asked once, at setup. */
+    bool (*yield_when_idle)(void *ctx);
     void *ctx;
     int rank;
     int size;

@@ -102,6 +102,16 @@ static nvf_status_t setup(nvf_comm_t *c)
     nvf_status_t st = NVF_OK;
     const nvf_config_t *cfg = &c->cfg;
 
+    /* 0. how long an idle wait spins before it yields the core: where the runtime itself
+     * yields at once (more processes than cores), so do we, or the peer we wait for may not
+     * get the core; otherwise a few polls first (a yield costs a system call) */
+    if (c->cfg.spin_before_yield < 0) {
+        bool yield = c->oob.yield_when_idle != NULL && c->oob.yield_when_idle(c->oob.ctx);
+        c->cfg.spin_before_yield = yield ? 1 : 64;
+        nvf_log(3, "rank %d: idle waits yield after %d polls", c->oob.rank,
+                c->cfg.spin_before_yield);
+    }
+
     /* 1. who shares a host with whom */
     char *keys = malloc((size_t)c->oob.size * NVF_HOST_KEY_LEN);
     char key[NVF_HOST_KEY_LEN];

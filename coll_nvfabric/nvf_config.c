@@ -20,7 +20,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->shm_block_bytes = 262144;
     cfg->shm_nsets = 4;
     cfg->pipeline_depth = 2;
-    cfg->spin_before_yield = 64;
+    cfg->spin_before_yield = -1;
     cfg->inter_enable = true;
     cfg->inter_rd_max_bytes = 65536;
     cfg->inter_slot_bytes = 262144;
@@ -66,7 +66,7 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
               cfg->shm_nsets);
     NVF_CHECK(cfg->pipeline_depth >= 1 && cfg->pipeline_depth <= cfg->shm_nsets,
               "pipeline_depth=%d: must be 1..shm_nsets (%d)", cfg->pipeline_depth, cfg->shm_nsets);
-    NVF_CHECK(cfg->spin_before_yield >= 0, "spin_before_yield=%d: must be >= 0",
+    NVF_CHECK(cfg->spin_before_yield >= -1, "spin_before_yield=%d: must be -1 (auto) or >= 0",
               cfg->spin_before_yield);
     NVF_CHECK(cfg->inter_slot_bytes >= 4096 && cfg->inter_slot_bytes <= ((size_t)1 << 30),
               "inter_slot_size=%zu: must be between 4096 and 1073741824 bytes",

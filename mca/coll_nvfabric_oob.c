@@ -5,6 +5,7 @@
 #include "coll_nvfabric.h"
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "opal/runtime/opal_progress.h"
 
 #include <limits.h>
 
@@ -18,9 +19,17 @@ static int nvfabric_oob_allgather(void *ctx, const void *sbuf, void *rbuf, size_
     return rc == OMPI_SUCCESS ? 0 : -1;
 }
 
+static bool nvfabric_oob_yield_when_idle(void *ctx)
+{
+    (void)ctx;
+    return opal_progress_yield_when_idle; /* set by MPI_Init: mpi_yield_when_idle, or more
+                                           * processes than cores */
+}
+
 void mca_coll_nvfabric_oob_init(nvf_oob_t *oob, struct ompi_communicator_t *comm)
 {
     oob->allgather = nvfabric_oob_allgather;
+    oob->yield_when_idle = nvfabric_oob_yield_when_idle;
     oob->ctx = comm;
     oob->rank = ompi_comm_rank(comm);
     oob->size = ompi_comm_size(comm);

@@ -87,7 +87,8 @@ int mca_coll_nvfabric_register_params(void)
     reg_int("pipeline_depth", "Blocks in flight at once (1..shm_nsets)", &cfg->pipeline_depth,
             OPAL_INFO_LVL_5);
     reg_int("spin_before_yield",
-            "Polls of a flag before yielding the core (keeps oversubscribed runs moving)",
+            "Polls of a flag before yielding the core (keeps oversubscribed runs moving); -1: 1 "
+            "where Open MPI yields when idle (more processes than cores), else 64",
             &cfg->spin_before_yield, OPAL_INFO_LVL_6);
     reg_bool("inter", "Allow the UCX inter-node stage (false: multi-node calls are delegated)",
              &cfg->inter_enable);

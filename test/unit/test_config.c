@@ -46,7 +46,7 @@ int main(void)
     cfg.pipeline_depth = 0;
     expect_invalid(cfg, "pipeline_depth");
     cfg = def;
-    cfg.spin_before_yield = -1;
+    cfg.spin_before_yield = -2;
     expect_invalid(cfg, "spin_before_yield");
     cfg = def;
     cfg.inter_slot_bytes = 10;
