@@ -3,6 +3,9 @@
 # sequential reduction, with the counters saying which path handled each call.
 . "$NVF_SRC/test/lib.sh"
 prog="$NVF_BUILD/test/mpi/conformance"
+# the full level on 3 ranks (oversubscribed on a 2-core machine) takes 280-320 s: the deadlock
+# guard of each run is 10 minutes here, not the default 5
+export NVF_TIMEOUT=${NVF_TIMEOUT:-600}
 for np in 1 2 3 4; do
     # full level on 4 ranks (oversubscribed on a 2-core machine) takes over 6 minutes: quick
     # there (still every type x op at every small and threshold count, and MiB sizes)
