@@ -122,6 +122,7 @@ static void set_xfer(nvf_inter_xfer_t *x, int peer, char *ptr, size_t elems, int
     x->ptr = ptr;
     x->elems = elems;
     x->issued = 0;
+    x->posted = 0;
     x->action = action;
 }
 
@@ -373,21 +374,24 @@ static bool writable(nvf_inter_op_t *op, const nvf_transport_t *tp, const char *
  * them as they arrive, any time until they are released. */
 static void post_landings(nvf_inter_op_t *op, const nvf_transport_t *tp, size_t chunk)
 {
-    const nvf_inter_xfer_t *r = &op->recv;
-    void (*fn)(void *, void *, const void *, size_t) =
-        r->action == ACT_REDUCE_MINE_FIRST     ? land_reduce
-        : r->action == ACT_REDUCE_THEIRS_FIRST ? land_reduce_rev
-                                               : NULL;
+    nvf_inter_xfer_t *r = &op->recv;
     if (r->action == ACT_NONE)
         return;
-    size_t at = r->issued;
-    for (unsigned ahead = 0; ahead < NVF_INTER_NSLOTS && at < r->elems; ahead++) {
+    const nvf_land_fn_t fn = r->action == ACT_REDUCE_MINE_FIRST     ? land_reduce
+                             : r->action == ACT_REDUCE_THEIRS_FIRST ? land_reduce_rev
+                                                                    : NULL;
+    /* messages stay posted until released: start after the last one posted */
+    size_t at = r->posted > r->issued ? r->posted : r->issued;
+    for (size_t ahead = (at - r->issued) / chunk; ahead < NVF_INTER_NSLOTS && at < r->elems;
+         ahead++) {
         size_t n = r->elems - at < chunk ? r->elems - at : chunk;
         char *c0 = r->ptr + at * op->esize, *c1 = c0 + n * op->esize;
-        if (!writable(op, tp, c0, c1) || !tp->recv_post(tp->ctx, op->rail->rank_of[r->peer], ahead,
-                                                        c0, n * op->esize, op->esize, fn, op))
+        if (!writable(op, tp, c0, c1) ||
+            !tp->recv_post(tp->ctx, op->rail->rank_of[r->peer], (unsigned)ahead, c0, n * op->esize,
+                           op->esize, fn, op))
             return;
         at += n;
+        r->posted = at;
     }
 }
 
@@ -444,17 +448,12 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
                 break;
             size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
-            if (data == NULL) { /* applied in place as it arrived */
-                st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
-                if (st != NVF_OK)
-                    return fail(op, st);
-                r->issued += n;
-                continue;
+            if (data != NULL) { /* NULL: applied in place as it arrived */
+                const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
+                if (!writable(op, tp, c0, c1))
+                    break;
+                process(op, data, r->issued, n);
             }
-            const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
-            if (!writable(op, tp, c0, c1))
-                break;
-            process(op, data, r->issued, n);
             st = tp->recv_release(tp->ctx, rail->rank_of[r->peer]);
             if (st != NVF_OK)
                 return fail(op, st);

@@ -15,6 +15,9 @@
 #include "nvf_plan.h"
 #include "nvf_reduce.h"
 
+/* Applies bytes of a received message at dst (a copy or a reduction), see recv_post. */
+typedef void (*nvf_land_fn_t)(void *arg, void *dst, const void *src, size_t bytes);
+
 /* The channel primitives the algorithms run on (ucx_glue/ in production, an in-memory
  * transport in the unit tests). Peers are communicator ranks; semantics as in nvf_ucx.h. */
 typedef struct nvf_transport {
@@ -27,7 +30,7 @@ typedef struct nvf_transport {
     /* optional (NULL: messages always land in slots): receiving in place, see
      * nvf_ucx_recv_post / nvf_ucx_recv_unpost; recv_test then gives *data NULL */
     bool (*recv_post)(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
-                      void (*fn)(void *arg, void *dst, const void *src, size_t bytes), void *arg);
+                      nvf_land_fn_t fn, void *arg);
     void (*recv_unpost)(void *ctx, int peer);
     void *ctx;
 } nvf_transport_t;
@@ -54,6 +57,7 @@ typedef struct nvf_inter_xfer {
     char *ptr;      /* where the data is (send) or goes (recv) */
     size_t elems;   /* total elements */
     size_t issued;  /* send: elements put on the wire; recv: elements processed */
+    size_t posted;  /* recv: elements up to which landings are posted (see recv_post) */
     int action;     /* recv: what to do with arriving data */
     const char *in; /* recv: my operand, where it is not ptr itself (the input, at ptr's offset) */
 } nvf_inter_xfer_t;

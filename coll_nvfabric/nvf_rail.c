@@ -42,7 +42,7 @@ static nvf_status_t tp_recv_release(void *ctx, int peer)
 }
 
 static bool tp_recv_post(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
-                         void (*fn)(void *, void *, const void *, size_t), void *arg)
+                         nvf_land_fn_t fn, void *arg)
 {
     return nvf_ucx_recv_post(((rail_owner_t *)ctx)->mesh, peer, ahead, dst, cap, granule, fn, arg);
 }

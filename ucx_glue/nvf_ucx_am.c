@@ -70,19 +70,22 @@ static void nvf_ucx_am_data(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, con
     }
     unsigned char *slot = c->data + s * mesh->slot_stride;
     nvf_ucx_landing_t *l = &c->land[s];
-    if (l->seq1 != h->seq + 1) {
-        if (length > 0)
-            memcpy(slot + h->offset, data, length);
-    } else if (h->len > l->cap) {
+    const bool posted = l->seq1 == h->seq + 1;
+    if (posted && h->len > l->cap) {
         nvf_ucx_am_reject(mesh, h, "larger than the buffer posted for it");
         return;
-    } else if (length > 0 && l->fn == NULL) {
+    }
+    if (posted && l->fn != NULL && (h->offset % l->granule != 0 || length % l->granule != 0)) {
+        nvf_ucx_am_reject(mesh, h, "fragment splits an element");
+        return;
+    }
+    if (length == 0) {
+        /* nothing to land (an empty message) */
+    } else if (!posted) {
+        memcpy(slot + h->offset, data, length);
+    } else if (l->fn == NULL) {
         memcpy(l->dst + h->offset, data, length);
-    } else if (length > 0) {
-        if (h->offset % l->granule != 0 || length % l->granule != 0) {
-            nvf_ucx_am_reject(mesh, h, "fragment splits an element");
-            return;
-        }
+    } else {
         /* the reduction reads whole elements: from UCX's buffer where it is aligned for them,
          * else from the slot (unused by this message) */
         const size_t align = l->granule & (~l->granule + 1); /* largest power of 2 dividing it */
@@ -95,7 +98,7 @@ static void nvf_ucx_am_data(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, con
     c->landed[s] += length;
     if (c->landed[s] == h->len) {
         c->landed[s] = 0;
-        l->applied = l->seq1 == h->seq + 1;
+        l->applied = posted;
         atomic_store_explicit(&c->flags[s], h->seq + 1, memory_order_release);
     }
 }

@@ -16,6 +16,22 @@
 
 static unsigned long long case_seed = 1;
 
+/* Every element of got against ref; `what` names the case in the message. */
+static void check_result(nvf_dtype_t dt, nvf_op_t op, const void *got, const void *ref, size_t n,
+                         const char *what, unsigned long long seed)
+{
+    size_t bad = nvf_ref_first_diff(dt, got, ref, n, true);
+    if (bad < n) {
+        char g[96], w[96];
+        nvf_ref_format(dt, got, bad, g, sizeof(g));
+        nvf_ref_format(dt, ref, bad, w, sizeof(w));
+        CHECK(0, "%s %s n=%zu %s seed=%llu: element %zu is %s, expected %s", nvf_dtype_name(dt),
+              nvf_op_name(op), n, what, seed, bad, g, w);
+    } else {
+        CHECK(1, "ok");
+    }
+}
+
 static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_place)
 {
     size_t es = nvf_dtype_size(dt);
@@ -34,17 +50,9 @@ static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_
         memset(out, 0xA5, n * es);
     }
     nvf_reduce_many(dt, op, out, (const void *const *)src, nsrc, n);
-    size_t bad = nvf_ref_first_diff(dt, out, ref, n, true);
-    if (bad < n) {
-        char got[96], want[96];
-        nvf_ref_format(dt, out, bad, got, sizeof(got));
-        nvf_ref_format(dt, ref, bad, want, sizeof(want));
-        CHECK(0, "%s %s n=%zu inputs=%d %s seed=%llu: element %zu is %s, expected %s",
-              nvf_dtype_name(dt), nvf_op_name(op), n, nsrc, in_place ? "in-place" : "out-of-place",
-              seed0, bad, got, want);
-    } else {
-        CHECK(1, "ok");
-    }
+    char what[48];
+    snprintf(what, sizeof(what), "inputs=%d %s", nsrc, in_place ? "in-place" : "out-of-place");
+    check_result(dt, op, out, ref, n, what, seed0);
     src[0] = first;
     for (int r = 0; r < nsrc; r++)
         free(src[r]);
@@ -64,16 +72,7 @@ static void check_reversed(nvf_dtype_t dt, nvf_op_t op, size_t n)
     nvf_ref_reduce(dt, op, ref, src, 2, n);
     memcpy(acc, src[1], n * es);
     nvf_reduce_rev_fn(dt, op)(acc, src[0], n);
-    size_t bad = nvf_ref_first_diff(dt, acc, ref, n, true);
-    if (bad < n) {
-        char got[96], want[96];
-        nvf_ref_format(dt, acc, bad, got, sizeof(got));
-        nvf_ref_format(dt, ref, bad, want, sizeof(want));
-        CHECK(0, "%s %s n=%zu reversed seed=%llu: element %zu is %s, expected %s",
-              nvf_dtype_name(dt), nvf_op_name(op), n, seed0, bad, got, want);
-    } else {
-        CHECK(1, "ok");
-    }
+    check_result(dt, op, acc, ref, n, "reversed", seed0);
     free(src[0]);
     free(src[1]);
     free(ref);

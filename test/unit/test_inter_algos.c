@@ -29,13 +29,11 @@ typedef struct slot {
     char data[SLOT];
 } slot_t;
 
-typedef void (*land_fn_t)(void *arg, void *dst, const void *src, size_t bytes);
-
 typedef struct landing { /* a receive in place, posted by the receiver for one message */
     unsigned long seq1;  /* message number + 1; 0: none */
     void *dst;
     size_t cap, granule;
-    land_fn_t fn;
+    nvf_land_fn_t fn;
     void *arg;
     bool applied;
 } landing_t;
@@ -149,7 +147,7 @@ static nvf_status_t t_recv_release(void *ctx, int peer)
 }
 
 static bool t_recv_post(void *ctx, int peer, unsigned ahead, void *dst, size_t cap, size_t granule,
-                        land_fn_t fn, void *arg)
+                        nvf_land_fn_t fn, void *arg)
 {
     peer_ctx_t *pc = ctx;
     chan_t *c = &pc->w->ch[peer][pc->me];
