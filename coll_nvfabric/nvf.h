@@ -55,6 +55,13 @@ nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes);
 /* ---- configuration ------------------------------------------------------------------------ */
 typedef enum nvf_host_mode { NVF_HOST_AUTO, NVF_HOST_ON, NVF_HOST_OFF } nvf_host_mode_t;
 
+/* The inter-node algorithm for messages above inter_rd_max bytes per rail. */
+typedef enum nvf_inter_large {
+    NVF_INTER_LARGE_AUTO, /* the cost model's choice */
+    NVF_INTER_LARGE_RING, /* ring reduce-scatter + all-gather */
+    NVF_INTER_LARGE_RHD,  /* recursive halving + doubling */
+} nvf_inter_large_t;
+
 typedef struct nvf_config {
     int verbose;                /* 0 silent, 1 choices, 2 per-call detail, 3 debug */
     nvf_host_mode_t host_mode;  /* take over host buffers: auto (by size), on, off */
@@ -67,8 +74,9 @@ typedef struct nvf_config {
     int spin_before_yield;      /* polls of a flag before sched_yield(); -1: auto (at setup: 1
                                  * where the runtime yields when idle, else 64) */
     bool inter_enable;          /* allow the UCX inter-node stage */
-    size_t inter_rd_max_bytes;  /* inter-node: recursive doubling up to this size, ring above */
-    size_t inter_slot_bytes;    /* inter-node: bytes of one RDMA receive slot */
+    size_t inter_rd_max_bytes;  /* inter-node: recursive doubling up to this size */
+    nvf_inter_large_t inter_large; /* inter-node: the algorithm above inter_rd_max_bytes */
+    size_t inter_slot_bytes;       /* inter-node: bytes of one RDMA receive slot */
     /* cost model: latency (us) and bandwidth (GB/s = 1e9 B/s) per level */
     double intra_alpha_us;
     double intra_bw_gbs;
@@ -88,6 +96,9 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
 /* "auto", "on", "off" (also 1/0, yes/no, true/false, case-insensitive). */
 nvf_status_t nvf_parse_host_mode(const char *text, nvf_host_mode_t *mode);
 const char *nvf_host_mode_name(nvf_host_mode_t mode);
+/* "auto", "ring", "rhd" (case-insensitive). */
+nvf_status_t nvf_parse_inter_large(const char *text, nvf_inter_large_t *alg);
+const char *nvf_inter_large_name(nvf_inter_large_t alg);
 
 /* ---- logging ------------------------------------------------------------------------------ */
 /* Where engine messages go (mca/ points it at opal_output; default: stderr). */

@@ -23,6 +23,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->spin_before_yield = -1;
     cfg->inter_enable = true;
     cfg->inter_rd_max_bytes = 65536;
+    cfg->inter_large = NVF_INTER_LARGE_AUTO;
     cfg->inter_slot_bytes = 262144;
     /* cost model: intra-node and reduction figures measured by bench/nvf_calibrate on the
      * project's 2-core test machine; inter-node ones for a typical 100 Gb/s RDMA network */
@@ -68,6 +69,10 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
               "pipeline_depth=%d: must be 1..shm_nsets (%d)", cfg->pipeline_depth, cfg->shm_nsets);
     NVF_CHECK(cfg->spin_before_yield >= -1, "spin_before_yield=%d: must be -1 (auto) or >= 0",
               cfg->spin_before_yield);
+    NVF_CHECK(cfg->inter_large == NVF_INTER_LARGE_AUTO ||
+                  cfg->inter_large == NVF_INTER_LARGE_RING ||
+                  cfg->inter_large == NVF_INTER_LARGE_RHD,
+              "inter_algorithm: must be auto, ring or rhd");
     NVF_CHECK(cfg->inter_slot_bytes >= 4096 && cfg->inter_slot_bytes <= ((size_t)1 << 30),
               "inter_slot_size=%zu: must be between 4096 and 1073741824 bytes",
               cfg->inter_slot_bytes);
@@ -78,25 +83,33 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
     return NVF_OK;
 }
 
+/* The value of the word matching text (case-insensitive) in a table, or -1. */
+struct nvf_word {
+    const char *word;
+    int value;
+};
+
+static int lookup_word(const struct nvf_word *words, size_t n, const char *text)
+{
+    for (size_t i = 0; text != NULL && i < n; i++) {
+        if (strcasecmp(text, words[i].word) == 0)
+            return words[i].value;
+    }
+    return -1;
+}
+
 nvf_status_t nvf_parse_host_mode(const char *text, nvf_host_mode_t *mode)
 {
-    static const struct {
-        const char *word;
-        nvf_host_mode_t mode;
-    } words[] = {
+    static const struct nvf_word words[] = {
         {"auto", NVF_HOST_AUTO}, {"on", NVF_HOST_ON},     {"yes", NVF_HOST_ON},
         {"true", NVF_HOST_ON},   {"1", NVF_HOST_ON},      {"off", NVF_HOST_OFF},
         {"no", NVF_HOST_OFF},    {"false", NVF_HOST_OFF}, {"0", NVF_HOST_OFF},
     };
-    if (text == NULL)
+    int v = lookup_word(words, sizeof(words) / sizeof(words[0]), text);
+    if (v < 0)
         return NVF_ERR_INVALID;
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-        if (strcasecmp(text, words[i].word) == 0) {
-            *mode = words[i].mode;
-            return NVF_OK;
-        }
-    }
-    return NVF_ERR_INVALID;
+    *mode = (nvf_host_mode_t)v;
+    return NVF_OK;
 }
 
 const char *nvf_host_mode_name(nvf_host_mode_t mode)
@@ -108,6 +121,33 @@ const char *nvf_host_mode_name(nvf_host_mode_t mode)
         return "on";
     case NVF_HOST_OFF:
         return "off";
+    }
+    return "invalid";
+}
+
+nvf_status_t nvf_parse_inter_large(const char *text, nvf_inter_large_t *alg)
+{
+    static const struct nvf_word words[] = {
+        {"auto", NVF_INTER_LARGE_AUTO},
+        {"ring", NVF_INTER_LARGE_RING},
+        {"rhd", NVF_INTER_LARGE_RHD},
+    };
+    int v = lookup_word(words, sizeof(words) / sizeof(words[0]), text);
+    if (v < 0)
+        return NVF_ERR_INVALID;
+    *alg = (nvf_inter_large_t)v;
+    return NVF_OK;
+}
+
+const char *nvf_inter_large_name(nvf_inter_large_t alg)
+{
+    switch (alg) {
+    case NVF_INTER_LARGE_AUTO:
+        return "auto";
+    case NVF_INTER_LARGE_RING:
+        return "ring";
+    case NVF_INTER_LARGE_RHD:
+        return "rhd";
     }
     return "invalid";
 }

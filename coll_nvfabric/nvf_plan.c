@@ -72,8 +72,8 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
         return hi + lo / (nb > 1 ? nb : 1);
     }
     switch (plan->alg) {
-    case NVF_ALG_DIRECT: /* the copy of the input into the receive buffer, then the rail */
-        return xfer_us(S, bc) + nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, S);
+    case NVF_ALG_DIRECT: /* the rail alone (it reads the input where it is) */
+        return nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, S);
     case NVF_ALG_ONESHOT:
         /* copy in, one flag round, reduce all L inputs */
         return 2 * ai + xfer_us(S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
@@ -101,6 +101,20 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
 static void finish(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *p)
 {
     p->predicted_us = nvf_plan_predict(cfg, sh, p);
+}
+
+/* Whether the large-message algorithm alg may be chosen (coll_nvfabric_inter_algorithm). */
+static bool large_allowed(const nvf_config_t *cfg, nvf_inter_alg_t alg)
+{
+    switch (cfg->inter_large) {
+    case NVF_INTER_LARGE_RING:
+        return alg == NVF_INTER_RING;
+    case NVF_INTER_LARGE_RHD:
+        return alg == NVF_INTER_RHD;
+    case NVF_INTER_LARGE_AUTO:
+        break;
+    }
+    return true;
 }
 
 /* Pipeline block sizes to try: the segment's block (the largest possible), and 1/4, 1/16 and
@@ -152,6 +166,8 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
         for (int a = 0; a < (small ? 1 : 2); a++) {
             nvf_plan_t p = *plan;
             p.inter = small ? NVF_INTER_RD : algs[a];
+            if (!small && !large_allowed(cfg, p.inter))
+                continue;
             p.name = direct[p.inter];
             finish(cfg, sh, &p);
             if (p.predicted_us < best.predicted_us)
@@ -184,8 +200,11 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
             size_t rail_bytes =
                 p.split == NVF_SPLIT_EVEN ? blk_bytes / (size_t)sh->local_size : blk_bytes;
             const nvf_inter_alg_t large[] = {NVF_INTER_RING, NVF_INTER_RHD};
-            for (int a = 0; a < 2; a++) {
-                p.inter = rail_bytes <= cfg->inter_rd_max_bytes ? NVF_INTER_RD : large[a];
+            const bool small = rail_bytes <= cfg->inter_rd_max_bytes;
+            for (int a = 0; a < (small ? 1 : 2); a++) {
+                p.inter = small ? NVF_INTER_RD : large[a];
+                if (!small && !large_allowed(cfg, p.inter))
+                    continue;
                 p.name = names[s][p.inter];
                 finish(cfg, sh, &p);
                 if (p.predicted_us < best.predicted_us)

@@ -48,9 +48,10 @@ typedef struct mca_coll_nvfabric_component_t {
     mca_coll_base_component_2_0_0_t super;
 
     int priority;
-    char *host_mode_text; /* storage of coll_nvfabric_host, parsed into cfg.host_mode */
-    nvf_config_t cfg;     /* every other parameter is stored here directly */
-    int output;           /* opal_output stream at coll_nvfabric_verbose */
+    char *host_mode_text;   /* storage of coll_nvfabric_host, parsed into cfg.host_mode */
+    char *inter_large_text; /* storage of coll_nvfabric_inter_algorithm, into cfg.inter_large */
+    nvf_config_t cfg;       /* every other parameter is stored here directly */
+    int output;             /* opal_output stream at coll_nvfabric_verbose */
 
     /* A bad parameter value: the component declines every communicator. */
     bool disabled;

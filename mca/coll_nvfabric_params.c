@@ -93,8 +93,17 @@ int mca_coll_nvfabric_register_params(void)
     reg_bool("inter", "Allow the UCX inter-node stage (false: multi-node calls are delegated)",
              &cfg->inter_enable);
     reg_size("inter_rd_max",
-             "Inter-node stage: recursive doubling up to this many bytes per rail, ring above",
+             "Inter-node stage: recursive doubling up to this many bytes per rail; above, "
+             "inter_algorithm",
              &nvf_inter_rd_max, cfg->inter_rd_max_bytes);
+    c->inter_large_text = (char *)nvf_inter_large_name(cfg->inter_large);
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "inter_algorithm",
+        "Inter-node stage, messages above inter_rd_max bytes per rail: auto (the cost model "
+        "chooses), ring (reduce-scatter + all-gather around a ring) or rhd (recursive halving + "
+        "doubling)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->inter_large_text);
     reg_size("inter_slot_size", "Inter-node stage: bytes of one RDMA receive slot", &nvf_inter_slot,
              cfg->inter_slot_bytes);
     reg_double("intra_alpha", "Cost model: intra-node latency per step (microseconds)",
@@ -142,6 +151,9 @@ int mca_coll_nvfabric_check_params(void)
     if (nvf_parse_host_mode(c->host_mode_text, &cfg->host_mode) != NVF_OK) {
         snprintf(err, sizeof(err), "host=%s: must be auto, on or off",
                  c->host_mode_text ? c->host_mode_text : "(null)");
+    } else if (nvf_parse_inter_large(c->inter_large_text, &cfg->inter_large) != NVF_OK) {
+        snprintf(err, sizeof(err), "inter_algorithm=%s: must be auto, ring or rhd",
+                 c->inter_large_text ? c->inter_large_text : "(null)");
     } else if (nvf_config_validate(cfg, err, sizeof(err)) == NVF_OK) {
         c->disabled = false;
         return OMPI_SUCCESS;

@@ -31,6 +31,21 @@ for tls in tcp "posix,sysv,cma,self"; do
     done
 done
 
+echo "== coll_nvfabric_inter_algorithm names the algorithm above inter_rd_max"
+for alg in ring rhd; do
+    out=$(UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_verbose 2 \
+        --mca coll_nvfabric_virtual_node_size 1 --mca coll_nvfabric_inter_algorithm $alg \
+        "$probe" 2>&1) || nvf_fail "probe, inter_algorithm=$alg: $out"
+    echo "$out" | grep -q 'wrong_results=0' || nvf_fail "inter_algorithm=$alg: wrong results: $out"
+    echo "$out" | grep -q "plan inter:$alg" || nvf_fail "inter_algorithm=$alg: plan not used: $out"
+    echo "$out" | grep -q "plan inter:rd" || nvf_fail "inter_algorithm=$alg: small calls not rd: $out"
+done
+out=$(nvf_mpirun 2 --mca coll_nvfabric_inter_algorithm fastest "$probe" 2>&1) ||
+    nvf_fail "bad inter_algorithm: program failed: $out"
+[ "$(echo "$out" | grep -c 'coll_nvfabric_inter_algorithm=fastest: must be auto, ring or rhd')" -eq 1 ] ||
+    nvf_fail "bad inter_algorithm: expected one clear message, got: $out"
+echo "$out" | grep -q 'wrong_results=0' || nvf_fail "bad inter_algorithm: wrong results"
+
 echo "== bitwise and stress on 2 x 2 and 3 + 1 virtual nodes"
 for v in 2 3; do
     UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size $v \

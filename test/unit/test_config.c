@@ -1,6 +1,7 @@
 /*
  * test_config.c: the engine's defaults are valid, every out-of-range value is rejected with a
- * message naming its parameter, and the host mode parser accepts exactly its words.
+ * message naming its parameter, and the host mode and inter_algorithm parsers accept exactly
+ * their words.
  */
 #include "coll_nvfabric/nvf.h"
 #include "nvf_test.h"
@@ -87,6 +88,39 @@ int main(void)
         CHECK(nvf_parse_host_mode(nvf_host_mode_name((nvf_host_mode_t)m), &mode) == NVF_OK &&
                   mode == (nvf_host_mode_t)m,
               "name of mode %d does not parse back", m);
+    }
+    cfg = def;
+    cfg.inter_large = (nvf_inter_large_t)3;
+    expect_invalid(cfg, "inter_algorithm");
+    CHECK(def.inter_large == NVF_INTER_LARGE_AUTO, "default inter_algorithm is %d",
+          (int)def.inter_large);
+    const struct {
+        const char *text;
+        nvf_status_t st;
+        nvf_inter_large_t alg;
+    } algs[] = {
+        {"auto", NVF_OK, NVF_INTER_LARGE_AUTO},
+        {"Ring", NVF_OK, NVF_INTER_LARGE_RING},
+        {"rhd", NVF_OK, NVF_INTER_LARGE_RHD},
+        {"RHD", NVF_OK, NVF_INTER_LARGE_RHD},
+        {"rd", NVF_ERR_INVALID, 0},
+        {"", NVF_ERR_INVALID, 0},
+        {"on", NVF_ERR_INVALID, 0},
+        {"rings", NVF_ERR_INVALID, 0},
+    };
+    for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+        nvf_inter_large_t alg = (nvf_inter_large_t)99;
+        nvf_status_t st = nvf_parse_inter_large(algs[i].text, &alg);
+        CHECK(st == algs[i].st, "parse inter_algorithm '%s' gave status %d", algs[i].text, (int)st);
+        if (st == NVF_OK && algs[i].st == NVF_OK)
+            CHECK(alg == algs[i].alg, "parse '%s' gave %d", algs[i].text, (int)alg);
+    }
+    nvf_inter_large_t alg;
+    CHECK(nvf_parse_inter_large(NULL, &alg) == NVF_ERR_INVALID, "NULL inter_algorithm accepted");
+    for (int a = NVF_INTER_LARGE_AUTO; a <= NVF_INTER_LARGE_RHD; a++) {
+        CHECK(nvf_parse_inter_large(nvf_inter_large_name((nvf_inter_large_t)a), &alg) == NVF_OK &&
+                  alg == (nvf_inter_large_t)a,
+              "name of inter_algorithm %d does not parse back", a);
     }
     return nvf_test_finish("test_config");
 }

@@ -1,0 +1,109 @@
+/*
+ * test_plan.c: the scheduler's plan choice. Single-node messages take one-shot up to
+ * one_shot_max and two-shot above; between nodes, recursive doubling carries what is at most
+ * inter_rd_max bytes per rail, and above it coll_nvfabric_inter_algorithm decides: ring or
+ * halving-doubling by the cost model (auto), or the one the user named, on every layout. The
+ * plan's predicted time is the model's time for that plan.
+ */
+#include "coll_nvfabric/nvf_plan.h"
+#include "nvf_test.h"
+
+#include <math.h>
+#include <string.h>
+
+static nvf_plan_shape_t shape(size_t bytes, int local_size, int nnodes, bool uniform)
+{
+    nvf_plan_shape_t sh;
+    memset(&sh, 0, sizeof(sh));
+    sh.esize = 4;
+    sh.count = bytes / 4;
+    sh.local_size = local_size;
+    sh.nnodes = nnodes;
+    sh.uniform = uniform;
+    return sh;
+}
+
+/* The inter-node algorithm a plan runs on the bytes each rail carries per block. */
+static size_t rail_bytes(const nvf_plan_shape_t *sh, const nvf_plan_t *p)
+{
+    size_t blk = (p->block_elems < sh->count ? p->block_elems : sh->count) * sh->esize;
+    return p->alg == NVF_ALG_HIER && p->split == NVF_SPLIT_EVEN ? blk / (size_t)sh->local_size
+                                                                : blk;
+}
+
+static void check_layouts(const nvf_config_t *cfg, nvf_inter_alg_t forced)
+{
+    const struct {
+        int local_size, nnodes;
+        bool uniform;
+    } layouts[] = {{1, 4, true}, {1, 3, true},  {2, 2, true},
+                   {4, 8, true}, {3, 2, false}, {8, 1024, true}};
+    const size_t sizes[] = {8, 4096, 65536, 65540, 1 << 20, 16 << 20, (size_t)1 << 30};
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            nvf_plan_shape_t sh =
+                shape(sizes[s], layouts[l].local_size, layouts[l].nnodes, layouts[l].uniform);
+            nvf_plan_t p;
+            nvf_plan_choose(cfg, &sh, &p);
+            const char *what = forced == NVF_INTER_RING  ? "ring"
+                               : forced == NVF_INTER_RHD ? "rhd"
+                                                         : "auto";
+            CHECK(p.alg == NVF_ALG_DIRECT || p.alg == NVF_ALG_HIER,
+                  "%s, %dx%d, %zu B: a single-node plan (%d) for several nodes", what, sh.nnodes,
+                  sh.local_size, sizes[s], (int)p.alg);
+            CHECK(p.name != NULL && (strstr(p.name, "inter") || strstr(p.name, "hier")),
+                  "%s: plan without a name", what);
+            size_t rb = rail_bytes(&sh, &p);
+            if (rb <= cfg->inter_rd_max_bytes)
+                CHECK(p.inter == NVF_INTER_RD, "%s, %dx%d, %zu B: %zu B per rail ran %s", what,
+                      sh.nnodes, sh.local_size, sizes[s], rb, p.name);
+            else if (forced != NVF_INTER_NONE)
+                CHECK(p.inter == forced, "%s, %dx%d, %zu B: ran %s", what, sh.nnodes, sh.local_size,
+                      sizes[s], p.name);
+            else
+                CHECK(p.inter == NVF_INTER_RING || p.inter == NVF_INTER_RHD,
+                      "auto, %dx%d, %zu B: %zu B per rail ran %s", sh.nnodes, sh.local_size,
+                      sizes[s], rb, p.name);
+            double t = nvf_plan_predict(cfg, &sh, &p);
+            CHECK(isfinite(p.predicted_us) && p.predicted_us > 0 && fabs(t - p.predicted_us) < 1e-9,
+                  "%s: predicted %g, the model says %g", p.name, p.predicted_us, t);
+        }
+    }
+}
+
+int main(void)
+{
+    nvf_config_t cfg;
+    nvf_config_init_defaults(&cfg);
+
+    /* one node: one-shot up to one_shot_max, two-shot above */
+    nvf_plan_shape_t one = shape(cfg.one_shot_max_bytes, 4, 1, true);
+    nvf_plan_t p;
+    nvf_plan_choose(&cfg, &one, &p);
+    CHECK(p.alg == NVF_ALG_ONESHOT, "one node, one_shot_max bytes: %s", p.name);
+    one = shape(cfg.one_shot_max_bytes + 4, 4, 1, true);
+    nvf_plan_choose(&cfg, &one, &p);
+    CHECK(p.alg == NVF_ALG_TWOSHOT, "one node, one_shot_max + 4 bytes: %s", p.name);
+
+    /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
+    check_layouts(&cfg, NVF_INTER_NONE);
+    for (int p4 = 3; p4 <= 64; p4 *= 2) {
+        nvf_plan_shape_t sh = shape(64 << 20, 1, p4, true);
+        nvf_plan_choose(&cfg, &sh, &p);
+        double ring = nvf_plan_inter_us(&cfg, NVF_INTER_RING, p4, 64 << 20);
+        double rhd = nvf_plan_inter_us(&cfg, NVF_INTER_RHD, p4, 64 << 20);
+        CHECK(p.inter == (ring < rhd ? NVF_INTER_RING : NVF_INTER_RHD),
+              "auto, %d nodes: ran %s, ring %g us, rhd %g us", p4, p.name, ring, rhd);
+    }
+
+    /* inter_algorithm named: that one above inter_rd_max, recursive doubling below */
+    cfg.inter_large = NVF_INTER_LARGE_RING;
+    check_layouts(&cfg, NVF_INTER_RING);
+    cfg.inter_large = NVF_INTER_LARGE_RHD;
+    check_layouts(&cfg, NVF_INTER_RHD);
+    cfg.inter_rd_max_bytes = 0; /* no recursive doubling at all */
+    nvf_plan_shape_t tiny = shape(8, 1, 4, true);
+    nvf_plan_choose(&cfg, &tiny, &p);
+    CHECK(p.inter == NVF_INTER_RHD, "inter_rd_max 0, rhd named, 8 B: ran %s", p.name);
+    return nvf_test_finish("test_plan");
+}
