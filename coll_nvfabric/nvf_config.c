@@ -83,13 +83,28 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
     return NVF_OK;
 }
 
-/* The value of the word matching text (case-insensitive) in a table, or -1. */
+/* The words of the textual parameters and their values; the first word of each value is its
+ * name. */
 struct nvf_word {
     const char *word;
     int value;
 };
+#define NVF_NWORDS(t) (sizeof(t) / sizeof((t)[0]))
 
-static int lookup_word(const struct nvf_word *words, size_t n, const char *text)
+static const struct nvf_word host_words[] = {
+    {"auto", NVF_HOST_AUTO}, {"on", NVF_HOST_ON},     {"yes", NVF_HOST_ON},
+    {"true", NVF_HOST_ON},   {"1", NVF_HOST_ON},      {"off", NVF_HOST_OFF},
+    {"no", NVF_HOST_OFF},    {"false", NVF_HOST_OFF}, {"0", NVF_HOST_OFF},
+};
+
+static const struct nvf_word inter_large_words[] = {
+    {"auto", NVF_INTER_LARGE_AUTO},
+    {"ring", NVF_INTER_LARGE_RING},
+    {"rhd", NVF_INTER_LARGE_RHD},
+};
+
+/* The value of the word matching text (case-insensitive), or -1. */
+static int value_of(const struct nvf_word *words, size_t n, const char *text)
 {
     for (size_t i = 0; text != NULL && i < n; i++) {
         if (strcasecmp(text, words[i].word) == 0)
@@ -98,14 +113,18 @@ static int lookup_word(const struct nvf_word *words, size_t n, const char *text)
     return -1;
 }
 
+static const char *name_of(const struct nvf_word *words, size_t n, int value)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (words[i].value == value)
+            return words[i].word;
+    }
+    return "invalid";
+}
+
 nvf_status_t nvf_parse_host_mode(const char *text, nvf_host_mode_t *mode)
 {
-    static const struct nvf_word words[] = {
-        {"auto", NVF_HOST_AUTO}, {"on", NVF_HOST_ON},     {"yes", NVF_HOST_ON},
-        {"true", NVF_HOST_ON},   {"1", NVF_HOST_ON},      {"off", NVF_HOST_OFF},
-        {"no", NVF_HOST_OFF},    {"false", NVF_HOST_OFF}, {"0", NVF_HOST_OFF},
-    };
-    int v = lookup_word(words, sizeof(words) / sizeof(words[0]), text);
+    int v = value_of(host_words, NVF_NWORDS(host_words), text);
     if (v < 0)
         return NVF_ERR_INVALID;
     *mode = (nvf_host_mode_t)v;
@@ -114,25 +133,12 @@ nvf_status_t nvf_parse_host_mode(const char *text, nvf_host_mode_t *mode)
 
 const char *nvf_host_mode_name(nvf_host_mode_t mode)
 {
-    switch (mode) {
-    case NVF_HOST_AUTO:
-        return "auto";
-    case NVF_HOST_ON:
-        return "on";
-    case NVF_HOST_OFF:
-        return "off";
-    }
-    return "invalid";
+    return name_of(host_words, NVF_NWORDS(host_words), (int)mode);
 }
 
 nvf_status_t nvf_parse_inter_large(const char *text, nvf_inter_large_t *alg)
 {
-    static const struct nvf_word words[] = {
-        {"auto", NVF_INTER_LARGE_AUTO},
-        {"ring", NVF_INTER_LARGE_RING},
-        {"rhd", NVF_INTER_LARGE_RHD},
-    };
-    int v = lookup_word(words, sizeof(words) / sizeof(words[0]), text);
+    int v = value_of(inter_large_words, NVF_NWORDS(inter_large_words), text);
     if (v < 0)
         return NVF_ERR_INVALID;
     *alg = (nvf_inter_large_t)v;
@@ -141,13 +147,5 @@ nvf_status_t nvf_parse_inter_large(const char *text, nvf_inter_large_t *alg)
 
 const char *nvf_inter_large_name(nvf_inter_large_t alg)
 {
-    switch (alg) {
-    case NVF_INTER_LARGE_AUTO:
-        return "auto";
-    case NVF_INTER_LARGE_RING:
-        return "ring";
-    case NVF_INTER_LARGE_RHD:
-        return "rhd";
-    }
-    return "invalid";
+    return name_of(inter_large_words, NVF_NWORDS(inter_large_words), (int)alg);
 }

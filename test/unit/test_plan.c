@@ -23,7 +23,7 @@ static nvf_plan_shape_t shape(size_t bytes, int local_size, int nnodes, bool uni
     return sh;
 }
 
-/* The inter-node algorithm a plan runs on the bytes each rail carries per block. */
+/* The bytes each rail carries per block of plan p: what decides recursive doubling. */
 static size_t rail_bytes(const nvf_plan_shape_t *sh, const nvf_plan_t *p)
 {
     size_t blk = (p->block_elems < sh->count ? p->block_elems : sh->count) * sh->esize;
@@ -39,15 +39,13 @@ static void check_layouts(const nvf_config_t *cfg, nvf_inter_alg_t forced)
     } layouts[] = {{1, 4, true}, {1, 3, true},  {2, 2, true},
                    {4, 8, true}, {3, 2, false}, {8, 1024, true}};
     const size_t sizes[] = {8, 4096, 65536, 65540, 1 << 20, 16 << 20, (size_t)1 << 30};
+    const char *what = forced == NVF_INTER_RING ? "ring" : forced == NVF_INTER_RHD ? "rhd" : "auto";
     for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             nvf_plan_shape_t sh =
                 shape(sizes[s], layouts[l].local_size, layouts[l].nnodes, layouts[l].uniform);
             nvf_plan_t p;
             nvf_plan_choose(cfg, &sh, &p);
-            const char *what = forced == NVF_INTER_RING  ? "ring"
-                               : forced == NVF_INTER_RHD ? "rhd"
-                                                         : "auto";
             CHECK(p.alg == NVF_ALG_DIRECT || p.alg == NVF_ALG_HIER,
                   "%s, %dx%d, %zu B: a single-node plan (%d) for several nodes", what, sh.nnodes,
                   sh.local_size, sizes[s], (int)p.alg);
