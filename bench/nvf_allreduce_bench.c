@@ -5,15 +5,17 @@
  * ompi_comm_coll_preference=<module>, so Open MPI puts that module first on that communicator;
  * every size is then measured on every module in turn, under the same conditions. Per size and
  * module: warm-up, then `reps` repetitions of `iters` calls; a repetition's time is the slowest
- * rank's; the median repetition is reported. Columns follow nccl-tests: size, count, type,
- * op, then per module time (us), algbw and busbw (GB/s, busbw = algbw * 2(n-1)/n) and #wrong.
- * Every measured batch is checked (integer-valued inputs, exact in any reduction order) and a
- * batch with a wrong element prints WRONG instead of a time. The last columns give nvfabric's
- * speed-up over each other module and, from its MPI_T counters, the share of calls it handled
- * and its cost model's predicted time. A module Open MPI does not put on its communicator
- * (coll/han declines communicators that live on one node) is shown as n/a: nvfabric's counters
- * reveal that it served that communicator instead. Before the table: this machine's memory-copy
- * bandwidth with all ranks copying at once, the floor a shared-memory allreduce can approach.
+ * rank's; the median repetition is reported. Repetitions are interleaved across modules (one of
+ * each in turn), so that the machine's slow spells fall on all of them alike. Columns follow
+ * nccl-tests: size, count, type, op, then per module time (us), algbw and busbw (GB/s, busbw =
+ * algbw * 2(n-1)/n) and #wrong. Every measured batch is checked (integer-valued inputs, exact in
+ * any reduction order) and a batch with a wrong element prints WRONG instead of a time. The last
+ * columns give nvfabric's speed-up over each other module and, from its MPI_T counters, the share
+ * of calls it handled and its cost model's predicted time. A module Open MPI does not put on its
+ * communicator (coll/han declines communicators that live on one node) is shown as n/a: nvfabric's
+ * counters reveal that it served that communicator instead. Before the table: this machine's
+ * memory-copy bandwidth with all ranks copying at once, the floor a shared-memory allreduce can
+ * approach.
  *
  *   mpirun -np 4 ./nvf_allreduce_bench [--modules nvfabric,tuned,han,sm] [--min 8]
  *          [--max 67108864] [--type float|double|int] [--reps 5] [--csv FILE]
@@ -284,43 +286,54 @@ int main(int argc, char **argv)
                 iters = 20000;
         }
         double handled_frac = 0, model_us = 0;
-        for (int m = 0; m < nmods; m++) {
-            module_t *mod = &mods[m];
-            double times[101];
-            long wrong = 0;
-            unsigned long long h0, s0, p0, h1, s1, p1;
+        /* repetitions interleaved across the modules (repetition r of every module, then r+1):
+         * a slow spell of the machine (this project's VM has some lasting seconds) then lands
+         * on every module alike instead of on whichever module was measured during it */
+        static double times[MAX_MODULES][101];
+        long wrong[MAX_MODULES] = {0};
+        unsigned long long dh[MAX_MODULES] = {0}, ds[MAX_MODULES] = {0}, dp[MAX_MODULES] = {0};
+        for (int m = 0; m < nmods; m++)
             for (int i = 0; i < 2; i++) /* warm-up */
-                MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mod->comm);
-            pvars_read(&h0, &s0, &p0);
-            for (int r = 0; r < reps; r++) {
+                MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mods[m].comm);
+        for (int r = 0; r < reps; r++) {
+            for (int m = 0; m < nmods; m++) {
+                module_t *mod = &mods[m];
+                unsigned long long h0, s0, p0, h1, s1, p1;
                 memset(rbuf, 0xA5, bytes);
+                pvars_read(&h0, &s0, &p0);
                 MPI_Barrier(mod->comm);
                 double t0 = now();
                 for (int i = 0; i < iters; i++)
                     MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mod->comm);
                 double t = (now() - t0) / iters, tmax;
-                wrong += count_wrong(&bt, rbuf, n);
+                pvars_read(&h1, &s1, &p1);
+                dh[m] += h1 - h0;
+                ds[m] += s1 - s0;
+                dp[m] += p1 - p0;
+                wrong[m] += count_wrong(&bt, rbuf, n);
                 MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, ctrl);
-                times[r] = tmax;
+                times[m][r] = tmax;
             }
-            pvars_read(&h1, &s1, &p1);
+        }
+        for (int m = 0; m < nmods; m++) {
+            module_t *mod = &mods[m];
             /* a module Open MPI did not select (e.g. han on a single node) leaves nvfabric on
              * that communicator: its counters move */
-            int absent = m != nvf_index && s1 > s0, any_absent;
+            int absent = m != nvf_index && ds[m] > 0, any_absent;
             MPI_Allreduce(&absent, &any_absent, 1, MPI_INT, MPI_MAX, ctrl);
             mod->absent = any_absent != 0;
             long wrong_all;
-            MPI_Allreduce(&wrong, &wrong_all, 1, MPI_LONG, MPI_SUM, ctrl);
-            qsort(times, (size_t)reps, sizeof(double), cmp_double);
-            mod->us = times[reps / 2] * 1e6;
+            MPI_Allreduce(&wrong[m], &wrong_all, 1, MPI_LONG, MPI_SUM, ctrl);
+            qsort(times[m], (size_t)reps, sizeof(double), cmp_double);
+            mod->us = times[m][reps / 2] * 1e6;
             mod->algbw = (double)bytes / (mod->us * 1e-6) / 1e9;
             mod->busbw = mod->algbw * 2.0 * (nranks - 1) / nranks;
             mod->wrong = wrong_all;
             total_wrong += wrong_all;
             if (m == nvf_index) {
                 unsigned long long calls = (unsigned long long)reps * (unsigned long long)iters;
-                handled_frac = calls ? (double)(h1 - h0) / (double)calls : 0;
-                model_us = h1 > h0 ? (double)(p1 - p0) / (double)(h1 - h0) / 1000.0 : 0;
+                handled_frac = calls ? (double)dh[m] / (double)calls : 0;
+                model_us = dh[m] > 0 ? (double)dp[m] / (double)dh[m] / 1000.0 : 0;
             }
         }
         if (rank == 0) {
