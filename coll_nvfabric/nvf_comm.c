@@ -96,6 +96,30 @@ typedef struct shm_rec {
     char name[64];
 } shm_rec_t;
 
+/* The CPUs the node's ranks may run on: the union of their affinity masks (a rank bound to one
+ * core sees only that core in its own mask, yet the ranks together may have one core each).
+ * Collective over the communicator; -1 if the exchange failed. */
+static int node_cpus(nvf_comm_t *c, const nvf_topo_t *t)
+{
+    cpu_set_t mine, all_cpus;
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) { /* unknown: any online CPU */
+        CPU_ZERO(&mine);
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+            CPU_SET((int)i, &mine);
+    }
+    cpu_set_t *masks = malloc((size_t)c->oob.size * sizeof(cpu_set_t));
+    if (masks == NULL || c->oob.allgather(c->oob.ctx, &mine, masks, sizeof(cpu_set_t)) != 0) {
+        free(masks);
+        return -1;
+    }
+    CPU_ZERO(&all_cpus);
+    for (int k = 0; k < t->local_size; k++)
+        CPU_OR(&all_cpus, &all_cpus, &masks[nvf_topo_member(t, t->node, k)]);
+    free(masks);
+    return CPU_COUNT(&all_cpus);
+}
+
 static nvf_status_t setup(nvf_comm_t *c)
 {
     char err[160] = "";
@@ -173,12 +197,16 @@ static nvf_status_t setup(nvf_comm_t *c)
      * address of a known word; each reads every peer's. Not an error if not: the copying path. */
     if (t->nnodes == 1 && t->local_size > 1 && cfg->cma_enable) {
         /* more ranks than cores: the single copies' page pinning costs more than it saves */
-        cpu_set_t cpus;
-        int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+        int ncpu = node_cpus(c, t);
+        if (ncpu < 0) {
+            teardown(c);
+            snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+            return NVF_ERR_PEER;
+        }
         bool oversubscribed = t->local_size > ncpu && !cfg->cma_oversubscribed;
         if (oversubscribed)
             nvf_log(1,
-                    "rank %d: single-copy path off: %d ranks on this node, %d cores (see "
+                    "rank %d: single-copy path off: %d ranks on this node share %d CPUs (see "
                     "coll_nvfabric_cma_oversubscribed)",
                     t->rank, t->local_size, ncpu);
         nvf_shm_call_t *mine = &c->shm.ctrl[t->local_rank].call;

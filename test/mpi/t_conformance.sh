@@ -19,6 +19,15 @@ for np in 3 4; do
     nvf_mpirun $np --mca coll_nvfabric_host on --mca coll_nvfabric_cma_oversubscribed 1 \
         --mca coll_nvfabric_cma_min 1024 "$prog" --expect engine --level quick || nvf_fail "$np ranks, CMA"
 done
+if [ "$(nproc)" -ge 2 ]; then
+    # each rank bound to its own core sees one CPU in its own mask; the node's ranks together
+    # are not oversubscribed, so the single-copy path must be on (and give the same results)
+    echo "== 2 ranks bound one per core (mpirun's default binding for 2 ranks): single-copy path on"
+    out=$(nvf_mpirun 2 --bind-to core --mca coll_nvfabric_host on --mca coll_nvfabric_verbose 1 \
+        --mca coll_nvfabric_cma_min 1024 "$prog" --expect engine --level quick 2>&1) || nvf_fail "2 ranks bound to cores: $out"
+    n=$(echo "$out" | grep -c 'single-copy (CMA) path available')
+    [ "$n" -ge 2 ] || nvf_fail "2 ranks bound to cores: single-copy path not on ($n ranks): $out"
+fi
 echo "== 4 ranks, host=off (everything on host buffers delegated)"
 nvf_mpirun 4 --mca coll_nvfabric_host off "$prog" --expect delegated --level quick || nvf_fail "host=off"
 echo "== 3 ranks, without nvfabric"
