@@ -87,7 +87,7 @@ typedef struct nvf_config {
     bool cma_enable;         /* single-copy intra-node path through process_vm_readv/writev */
     bool cma_oversubscribed; /* ... also with more local ranks than cores */
     size_t cma_min_bytes;    /* single-node messages from this size ... */
-    size_t cma_max_bytes;    /* ... up to this size use it */
+    size_t cma_max_bytes;    /* ... up to this size use it (0: no limit) */
 } nvf_config_t;
 
 void nvf_config_init_defaults(nvf_config_t *cfg);

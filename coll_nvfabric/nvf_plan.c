@@ -145,7 +145,7 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
         } else {
             plan->alg = NVF_ALG_TWOSHOT;
             plan->cma = !sh->device && sh->cma && bytes >= cfg->cma_min_bytes &&
-                        bytes <= cfg->cma_max_bytes;
+                        (cfg->cma_max_bytes == 0 || bytes <= cfg->cma_max_bytes);
             plan->name = sh->device  ? "ipc:twoshot"
                          : plan->cma ? "host:twoshot+cma"
                                      : "host:twoshot";

@@ -33,4 +33,9 @@ void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *
 void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
                       int n, size_t count);
 
+/* nvf_reduce_many where out may also be one of src[1..n-1] (an in-place result over a later
+ * operand): each piece is reduced into a small private buffer, then copied to out. */
+void nvf_reduce_many_over(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
+                          size_t count);
+
 #endif

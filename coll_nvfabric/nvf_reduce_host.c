@@ -6,6 +6,7 @@
 #include "nvf_reduce.h"
 #include "nvf_op_defs.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #define NVF_DEFINE_LOOPS(op, dt, T, fn)                                                            \
@@ -74,9 +75,12 @@ nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op)
 /* Piece size for nvf_reduce_many: small enough that the partial result stays in L1. */
 #define NVF_REDUCE_PIECE_BYTES 8192
 
+/* out2: NULL or a second destination. staged: each piece is reduced into a private buffer and
+ * copied to out from there (out may then be any of the sources). */
 static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
-                          const void *const *src, int n, size_t count)
+                          const void *const *src, int n, size_t count, bool staged)
 {
+    _Alignas(64) char piece_buf[NVF_REDUCE_PIECE_BYTES];
     const size_t esize = nvf_dtype_size(dt);
     nvf_reduce_fn_t red = nvf_reduce_table[op][dt];
     nvf_reduce3_fn_t red3 = nvf_reduce3_table[op][dt];
@@ -86,7 +90,7 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
     for (size_t first = 0; first < count; first += piece) {
         size_t len = count - first < piece ? count - first : piece;
         size_t off = first * esize;
-        char *o = (char *)out + off;
+        char *o = staged ? piece_buf : (char *)out + off;
         if (n == 1) {
             if (o != (const char *)src[0] + off)
                 memcpy(o, (const char *)src[0] + off, len * esize);
@@ -95,6 +99,8 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
             for (int r = 2; r < n; r++)
                 red(o, (const char *)src[r] + off, len);
         }
+        if (staged)
+            memcpy((char *)out + off, o, len * esize);
         if (out2 != NULL)
             memcpy((char *)out2 + off, o, len * esize);
     }
@@ -103,11 +109,20 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
 void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
                      size_t count)
 {
-    reduce_pieces(dt, op, out, NULL, src, n, count);
+    reduce_pieces(dt, op, out, NULL, src, n, count, false);
 }
 
 void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
                       int n, size_t count)
 {
-    reduce_pieces(dt, op, out, out2, src, n, count);
+    reduce_pieces(dt, op, out, out2, src, n, count, false);
+}
+
+void nvf_reduce_many_over(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
+                          size_t count)
+{
+    bool aliased = false;
+    for (int k = 1; k < n; k++)
+        aliased = aliased || out == src[k];
+    reduce_pieces(dt, op, out, NULL, src, n, count, aliased);
 }

@@ -107,8 +107,8 @@ typedef struct run {
 } run_t;
 
 /* The single-copy reduce of my part of block b: read it from every peer's buffer (CMA), reduce
- * with mine in local-rank order into the result slot and my receive buffer, then write it into
- * every peer's receive buffer. A peer's part is read in full before it is overwritten (in place,
+ * with mine in local-rank order into my receive buffer, then write it into every peer's receive
+ * buffer. A peer's part is read in full before it is overwritten (in place,
  * its receive buffer is its input); nobody else reads or writes that part of its buffers. */
 static nvf_status_t cma_reduce(run_t *r, const blk_t *b)
 {
@@ -130,8 +130,10 @@ static nvf_status_t cma_reduce(run_t *r, const blk_t *b)
         srcs[k] = tmp;
         tmp += (len + 63) / 64 * 64;
     }
-    char *res = nvf_shm_res(shm, b->set) + b->lo * e;
-    nvf_reduce_many2(r->dt, r->op, res, r->out + off, srcs, r->L, b->hi - b->lo);
+    /* straight into my receive buffer (in place, over my own input: the loop stages each piece
+     * where that matters); nobody reads the segment's result slot on this path */
+    char *res = r->out + off;
+    nvf_reduce_many_over(r->dt, r->op, res, srcs, r->L, b->hi - b->lo);
     for (int k = 0; k < r->L; k++) {
         if (k == r->me)
             continue;

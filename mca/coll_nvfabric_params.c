@@ -127,8 +127,7 @@ int mca_coll_nvfabric_register_params(void)
     reg_size("cma_min", "Single-node messages from this many bytes use the single-copy path",
              &nvf_cma_min, cfg->cma_min_bytes);
     reg_size("cma_max",
-             "Single-node messages up to this many bytes use the single-copy path (beyond, "
-             "copying through the segment is faster)",
+             "Single-node messages up to this many bytes use the single-copy path (0: no limit)",
              &nvf_cma_max, cfg->cma_max_bytes);
     return OMPI_SUCCESS;
 }

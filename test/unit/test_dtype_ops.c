@@ -3,8 +3,9 @@
  * own sequential reference (test/common/nvf_ref.c).
  *
  * For each pair: the engine's table of valid pairs equals MPI's; then for several counts
- * (around the engine's 8 KiB piece size too) and 1, 2 and 5 inputs, out of place and in place,
- * every element of a poisoned output is compared with the reference. Random full-range inputs:
+ * (around the engine's 8 KiB piece size too) and 1, 2 and 5 inputs, out of place and in place
+ * (the output being the first input, or a later one: nvf_reduce_many_over), every element of a
+ * poisoned output is compared with the reference. Random full-range inputs:
  * the loops reduce in input order, so floating point must match bit for bit.
  */
 #include "coll_nvfabric/nvf_dtype.h"
@@ -32,7 +33,10 @@ static void check_result(nvf_dtype_t dt, nvf_op_t op, const void *got, const voi
     }
 }
 
-static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_place)
+/* out_is: -1 out of place, else the output buffer is input out_is (in place: input 0 through
+ * nvf_reduce_many, a later input through nvf_reduce_many_over). over: reduce with
+ * nvf_reduce_many_over (out of place: its unstaged branch). */
+static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, int out_is, bool over)
 {
     size_t es = nvf_dtype_size(dt);
     void *src[8], *ref = malloc(n * es), *out = malloc(n * es);
@@ -42,18 +46,23 @@ static void check_case(nvf_dtype_t dt, nvf_op_t op, int nsrc, size_t n, bool in_
         nvf_ref_fill(dt, op, NVF_REF_RANDOM, src[r], n, case_seed++);
     }
     nvf_ref_reduce(dt, op, ref, src, nsrc, n);
-    void *first = src[0];
-    if (in_place) {
-        memcpy(out, src[0], n * es);
-        src[0] = out; /* the first input is read from the output buffer */
+    void *orig = out_is >= 0 ? src[out_is] : NULL;
+    if (out_is >= 0) {
+        memcpy(out, src[out_is], n * es);
+        src[out_is] = out; /* that input is read from the output buffer */
     } else {
         memset(out, 0xA5, n * es);
     }
-    nvf_reduce_many(dt, op, out, (const void *const *)src, nsrc, n);
-    char what[48];
-    snprintf(what, sizeof(what), "inputs=%d %s", nsrc, in_place ? "in-place" : "out-of-place");
+    if (over)
+        nvf_reduce_many_over(dt, op, out, (const void *const *)src, nsrc, n);
+    else
+        nvf_reduce_many(dt, op, out, (const void *const *)src, nsrc, n);
+    char what[64];
+    snprintf(what, sizeof(what), "inputs=%d output=%s%d%s", nsrc, out_is >= 0 ? "input " : "",
+             out_is, over ? " (over)" : "");
     check_result(dt, op, out, ref, n, what, seed0);
-    src[0] = first;
+    if (out_is >= 0)
+        src[out_is] = orig;
     for (int r = 0; r < nsrc; r++)
         free(src[r]);
     free(ref);
@@ -101,9 +110,16 @@ int main(void)
                 continue;
             pairs++;
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
-                for (size_t s = 0; s < sizeof(nsrcs) / sizeof(nsrcs[0]); s++)
-                    for (int ip = 0; ip < 2; ip++)
-                        check_case(dt, op, nsrcs[s], counts[c], ip);
+                for (size_t s = 0; s < sizeof(nsrcs) / sizeof(nsrcs[0]); s++) {
+                    int k = nsrcs[s];
+                    check_case(dt, op, k, counts[c], -1, false);
+                    check_case(dt, op, k, counts[c], -1, true);
+                    check_case(dt, op, k, counts[c], 0, false);
+                    if (k > 1) /* a later input as the output: the middle one, the last one */
+                        check_case(dt, op, k, counts[c], k / 2, true);
+                    if (k - 1 > k / 2)
+                        check_case(dt, op, k, counts[c], k - 1, true);
+                }
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                 check_reversed(dt, op, counts[c]);
         }
