@@ -17,9 +17,16 @@ out=${NVF_RESULTS:-$src/bench/results}
 cal=${2:-$src/bench/results}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The calibration's "name = value" lines as --mca options. Not mca_base_param_files: that
+# replaces Open MPI's list of parameter files, and with it the system file (Debian's excludes
+# pml ucx and mtl ofi: without it tuned ran over libfabric instead of the BTL named here).
 run() { # name btl ucx_tls vnode
-    local pf=()
-    [ -f "$cal/calibration-$1.conf" ] && pf=(--mca mca_base_param_files "$cal/calibration-$1.conf")
+    local pf=() key value
+    if [ -f "$cal/calibration-$1.conf" ]; then
+        while IFS='=' read -r key value; do
+            [ -n "$key" ] && [ "${key#\#}" = "$key" ] && pf+=(--mca "$key" "$value")
+        done < <(sed 's/ *= */=/' "$cal/calibration-$1.conf")
+    fi
     echo "== $1: 4 ranks, virtual nodes of $4, UCX_TLS=$3, Open MPI btl $2"
     OMPI_MCA_btl=$2 UCX_TLS=$3 mpirun --oversubscribe --bind-to none -np 4 -x UCX_TLS "${pf[@]}" \
         --mca coll_nvfabric_virtual_node_size "$4" --mca coll_nvfabric_host on "$build/bench/nvf_allreduce_bench" \
