@@ -7,7 +7,8 @@
  *   mpirun -np 4 --mca coll_nvfabric_virtual_node_size 2 nvf_calibrate   (2 nodes x 2)
  * It prints suggested values as MCA parameter lines (name = value), ready to append to a
  * parameter file ($HOME/.openmpi/mca-params.conf; not mca_base_param_files=FILE, which would
- * replace the site's file); --out FILE writes them there too. Measured, with every rank working at once:
+ * replace the site's file); --out FILE writes them there too. Measured, with every rank
+ * working at once:
  *   intra_bw      memory-copy bandwidth per rank (8 MiB copies)
  *   reduce_bw     host reduction throughput per rank (bytes of input per second, float sum)
  *   intra_alpha   half an 8-byte one-shot allreduce through nvfabric (one node)
