@@ -193,9 +193,11 @@ static nvf_status_t setup(nvf_comm_t *c)
         return all;
     }
 
-    /* 3. one node: can the ranks read and write each other's memory (CMA)? Each publishes the
-     * address of a known word; each reads every peer's. Not an error if not: the copying path. */
-    if (t->nnodes == 1 && t->local_size > 1 && cfg->cma_enable) {
+    /* 3. can a node's ranks read and write each other's memory (CMA)? Each publishes the
+     * address of a known word; each reads every peer's. Not an error if not: the copying path.
+     * One node, or nodes alike (the rail-aligned plan's intra-node stage): every rank of the
+     * communicator takes the same branch, which is collective. */
+    if ((t->nnodes == 1 || t->uniform) && t->local_size > 1 && cfg->cma_enable) {
         /* more ranks than cores: the single copies' page pinning costs more than it saves */
         int ncpu = node_cpus(c, t);
         if (ncpu < 0) {

@@ -84,7 +84,11 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
         return (2 + nb) * ai + xfer_us(S * (2 - 1 / L), bc) + xfer_us(S, br);
     case NVF_ALG_HIER: {
         double intra, inter;
-        if (plan->split == NVF_SPLIT_EVEN) {
+        if (plan->split == NVF_SPLIT_EVEN && plan->cma) {
+            /* one round to agree; read the others' parts, reduce; write my part to them */
+            intra = (3 + nb) * ai + xfer_us(2 * (L - 1) / L * S, bc) + xfer_us(S, br);
+            inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, blk > S ? S / L : blk / L);
+        } else if (plan->split == NVF_SPLIT_EVEN) {
             intra = (2 + nb) * ai + xfer_us(S * (2 - 1 / L), bc) + (L > 1 ? xfer_us(S, br) : 0);
             inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, blk > S ? S / L : blk / L);
         } else {
@@ -179,10 +183,14 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
     /* several nodes: the rail-aligned plan where nodes are alike, the leader plan always; per
      * block size, the inter-node algorithm by the bytes each rail carries per block (small:
      * recursive doubling; large: whichever of ring and halving-doubling the model prefers) */
-    static const char *const names[2][4] = {
+    static const char *const names[3][4] = {
         {"hier:even", "hier:even+rd", "hier:even+ring", "hier:even+rhd"},
         {"hier:leader", "hier:leader+rd", "hier:leader+ring", "hier:leader+rhd"},
+        {"hier:even+cma", "hier:even+cma+rd", "hier:even+cma+ring", "hier:even+cma+rhd"},
     };
+    /* the rail-aligned plan's intra-node stage by single copies (host buffers, from cma_min) */
+    const bool cma = !sh->device && sh->cma && bytes >= cfg->cma_min_bytes &&
+                     (cfg->cma_max_bytes == 0 || bytes <= cfg->cma_max_bytes);
     nvf_plan_t best = {0};
     best.predicted_us = INFINITY;
     for (int k = 0; k < NVF_PLAN_BLOCKS; k++) {
@@ -196,6 +204,7 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
             p.split = s == 0 ? NVF_SPLIT_EVEN : NVF_SPLIT_LEADER;
             if (p.split == NVF_SPLIT_EVEN && (!sh->uniform || sh->local_size < 2))
                 continue;
+            p.cma = p.split == NVF_SPLIT_EVEN && cma;
             size_t blk_bytes = (be < sh->count ? be : sh->count) * sh->esize;
             size_t rail_bytes =
                 p.split == NVF_SPLIT_EVEN ? blk_bytes / (size_t)sh->local_size : blk_bytes;
@@ -205,7 +214,7 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
                 p.inter = small ? NVF_INTER_RD : large[a];
                 if (!small && !large_allowed(cfg, p.inter))
                     continue;
-                p.name = names[s][p.inter];
+                p.name = names[p.cma ? 2 : s][p.inter];
                 finish(cfg, sh, &p);
                 if (p.predicted_us < best.predicted_us)
                     best = p;

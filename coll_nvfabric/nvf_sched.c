@@ -106,10 +106,30 @@ typedef struct run {
     bool iop_started;
 } run_t;
 
+/* My finished part of block b (at res) into every peer's receive buffer. */
+static nvf_status_t cma_scatter(run_t *r, const blk_t *b, const char *res)
+{
+    const nvf_shm_t *shm = &r->c->shm;
+    const size_t e = r->esize, off = (b->first + b->lo) * e, len = (b->hi - b->lo) * e;
+    for (int k = 0; k < r->L; k++) {
+        if (k == r->me)
+            continue;
+        const nvf_shm_call_t *peer = &shm->ctrl[k].call;
+        nvf_status_t st = nvf_cma_write((pid_t)peer->pid, peer->out_addr + off, res, len);
+        if (st != NVF_OK) {
+            nvf_error("process_vm_writev to local rank %d failed: %s", k, strerror(errno));
+            return st;
+        }
+    }
+    return NVF_OK;
+}
+
 /* The single-copy reduce of my part of block b: read it from every peer's buffer (CMA), reduce
  * with mine in local-rank order into my receive buffer, then write it into every peer's receive
- * buffer. A peer's part is read in full before it is overwritten (in place,
- * its receive buffer is its input); nobody else reads or writes that part of its buffers. */
+ * buffer (cma_scatter). Hierarchical: into the result slot instead, for the inter-node stage;
+ * written out once that is done. A peer's part is read in full before it is overwritten (in
+ * place, its receive buffer is its input); nobody else reads or writes that part of its buffers.
+ */
 static nvf_status_t cma_reduce(run_t *r, const blk_t *b)
 {
     const nvf_shm_t *shm = &r->c->shm;
@@ -130,21 +150,15 @@ static nvf_status_t cma_reduce(run_t *r, const blk_t *b)
         srcs[k] = tmp;
         tmp += (len + 63) / 64 * 64;
     }
+    if (r->hier) {
+        nvf_reduce_many(r->dt, r->op, nvf_shm_res(shm, b->set) + b->lo * e, srcs, r->L,
+                        b->hi - b->lo);
+        return NVF_OK;
+    }
     /* straight into my receive buffer (in place, over my own input: the loop stages each piece
      * where that matters); nobody reads the segment's result slot on this path */
-    char *res = r->out + off;
-    nvf_reduce_many_over(r->dt, r->op, res, srcs, r->L, b->hi - b->lo);
-    for (int k = 0; k < r->L; k++) {
-        if (k == r->me)
-            continue;
-        const nvf_shm_call_t *peer = &shm->ctrl[k].call;
-        nvf_status_t st = nvf_cma_write((pid_t)peer->pid, peer->out_addr + off, res, len);
-        if (st != NVF_OK) {
-            nvf_error("process_vm_writev to local rank %d failed: %s", k, strerror(errno));
-            return st;
-        }
-    }
-    return NVF_OK;
+    nvf_reduce_many_over(r->dt, r->op, r->out + off, srcs, r->L, b->hi - b->lo);
+    return cma_scatter(r, b, r->out + off);
 }
 
 /* The single-copy path needs every local rank's buffers in host memory: each says where its
@@ -269,6 +283,13 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     case B_PUBLISH:
         if (prev < B_COPYOUT)
             return NVF_OK;
+        if (r->cma && r->hier && b->hi > b->lo) { /* my finished part, to everyone */
+            const char *res = nvf_shm_res(shm, b->set) + b->lo * e;
+            memcpy(r->out + (b->first + b->lo) * e, res, (b->hi - b->lo) * e);
+            nvf_status_t st = cma_scatter(r, b, res);
+            if (st != NVF_OK)
+                return st;
+        }
         publish(&mine->res_seq, b->seq);
         b->state = B_COPYOUT;
         *moved = true;

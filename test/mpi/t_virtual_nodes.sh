@@ -56,6 +56,21 @@ for v in 2 3; do
         nvf_fail "stress, virtual nodes of $v"
 done
 
+echo "== 2 x 2 virtual nodes, the intra-node stage by single copies (forced on from 1 KiB)"
+cma=(--mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size 2
+    --mca coll_nvfabric_cma_oversubscribed 1 --mca coll_nvfabric_cma_min 1024)
+for tls in tcp "posix,sysv,cma,self"; do
+    UCX_TLS=$tls nvf_mpirun 4 "${cma[@]}" "$conf" --expect engine --level quick ||
+        nvf_fail "conformance, single copies, UCX_TLS=$tls"
+done
+UCX_TLS=tcp nvf_mpirun 4 "${cma[@]}" "$NVF_BUILD/test/mpi/bitwise" || nvf_fail "bitwise, single copies"
+out=$(UCX_TLS=tcp nvf_mpirun 4 "${cma[@]}" --mca coll_nvfabric_verbose 2 \
+    "$NVF_BUILD/bench/nvf_allreduce_bench" --modules nvfabric --min 1048576 --max 1048576 \
+    --reps 1 --time 0.01 2>&1) || nvf_fail "single copies, benchmark: $out"
+echo "$out" | grep -q 'plan hier:even+cma+' || nvf_fail "single copies: plan not used: $out"
+echo "$out" | grep -v '^\[' | awk '$1 == 1048576 && $9 == 0 {ok = 1} END {exit !ok}' ||
+    nvf_fail "single copies: benchmark reports wrong results: $out"
+
 echo "== UCX made unusable"
 out=$(UCX_TLS=no_such_transport nvf_mpirun 4 --mca coll_nvfabric_host on \
     --mca coll_nvfabric_virtual_node_size 2 "$probe" 2>&1) || nvf_fail "probe failed: $out"

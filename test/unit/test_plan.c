@@ -2,8 +2,9 @@
  * test_plan.c: the scheduler's plan choice. Single-node messages take one-shot up to
  * one_shot_max and two-shot above; between nodes, recursive doubling carries what is at most
  * inter_rd_max bytes per rail, and above it coll_nvfabric_inter_algorithm decides: ring or
- * halving-doubling by the cost model (auto), or the one the user named, on every layout. The
- * plan's predicted time is the model's time for that plan.
+ * halving-doubling by the cost model (auto), or the one the user named, on every layout. Single
+ * copies from cma_min where the ranks can use them (one node, or nodes alike). The plan's
+ * predicted time is the model's time for that plan.
  */
 #include "coll_nvfabric/nvf_plan.h"
 #include "nvf_test.h"
@@ -82,6 +83,40 @@ int main(void)
     one = shape(cfg.one_shot_max_bytes + 4, 4, 1, true);
     nvf_plan_choose(&cfg, &one, &p);
     CHECK(p.alg == NVF_ALG_TWOSHOT, "one node, one_shot_max + 4 bytes: %s", p.name);
+
+    /* single copies (the shape says the node's ranks can use them): from cma_min, on one node
+     * and in the rail-aligned hierarchical plan; never below it, on device memory, or in the
+     * leader plan (nodes of different sizes) */
+    const struct {
+        int local_size, nnodes;
+        bool uniform, device;
+        size_t bytes;
+        bool want;
+    } cma_cases[] = {
+        {2, 1, true, false, cfg.cma_min_bytes, true},
+        {2, 1, true, false, cfg.cma_min_bytes - 4, false},
+        {2, 2, true, false, cfg.cma_min_bytes, true},
+        {4, 8, true, false, (size_t)1 << 30, true},
+        {2, 2, true, false, cfg.cma_min_bytes - 4, false},
+        {2, 2, true, true, cfg.cma_min_bytes, false},
+        {3, 2, false, false, cfg.cma_min_bytes, false},
+    };
+    for (size_t i = 0; i < sizeof(cma_cases) / sizeof(cma_cases[0]); i++) {
+        nvf_plan_shape_t sh = shape(cma_cases[i].bytes, cma_cases[i].local_size,
+                                    cma_cases[i].nnodes, cma_cases[i].uniform);
+        sh.cma = true;
+        sh.device = cma_cases[i].device;
+        nvf_plan_choose(&cfg, &sh, &p);
+        CHECK(p.cma == cma_cases[i].want && (strstr(p.name, "cma") != NULL) == p.cma,
+              "%dx%d%s%s, %zu B: %s", sh.nnodes, sh.local_size, sh.uniform ? "" : " uneven",
+              sh.device ? " device" : "", cma_cases[i].bytes, p.name);
+        CHECK(fabs(nvf_plan_predict(&cfg, &sh, &p) - p.predicted_us) < 1e-9, "%s: predicted",
+              p.name);
+        sh.cma = false; /* and never where the ranks cannot */
+        nvf_plan_choose(&cfg, &sh, &p);
+        CHECK(!p.cma, "%dx%d, %zu B, no CMA: %s", sh.nnodes, sh.local_size, cma_cases[i].bytes,
+              p.name);
+    }
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);
