@@ -124,10 +124,11 @@ int mca_coll_nvfabric_register_params(void)
     reg_bool("cma_oversubscribed",
              "Use the single-copy path also with more ranks on a node than cores (slower there)",
              &cfg->cma_oversubscribed);
-    reg_size("cma_min", "Single-node messages from this many bytes use the single-copy path",
+    reg_size("cma_min",
+             "Messages from this many bytes use the single-copy path on one node and in the "
+             "intra-node stage of the rail-aligned hierarchical plan",
              &nvf_cma_min, cfg->cma_min_bytes);
-    reg_size("cma_max",
-             "Single-node messages up to this many bytes use the single-copy path (0: no limit)",
+    reg_size("cma_max", "Messages up to this many bytes use the single-copy path (0: no limit)",
              &nvf_cma_max, cfg->cma_max_bytes);
     return OMPI_SUCCESS;
 }
