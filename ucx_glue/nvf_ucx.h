@@ -12,9 +12,14 @@
  * and releases the slot by putting its consumed count into the sender's credit word for that slot
  * (one 64-bit word per slot: a word is written again only after the sender has seen its previous
  * value, so no two puts to it can be in flight, whatever the transport's ordering). A sender may
- * have at most nslots unreleased messages in flight. Messages on a channel are received in the
- * order they were sent. Message k (from 0) uses slot k % nslots; its flag reads k + 1 once it has
- * arrived, and the credit word of that slot reads k + 1 once it has been released.
+ * have at most nslots unreleased messages in flight. Where a peer is reached by active messages
+ * instead (no RMA lane, e.g. tcp), releases are told in batches: once half the window is
+ * released, on the next data message to that peer, after the receiver has polled idle for a
+ * while (nvf_ucx_recv_test, nvf_ucx_send without a slot, nvf_ucx_progress), or when it asks
+ * nvf_ucx_send_idle(released); until then the sender's window is that much smaller. Messages on a
+ * channel are received in the order they were sent. Message k (from 0) uses slot k % nslots; its
+ * flag reads k + 1 once it has arrived, and the credit word of that slot reads k + 1 once it has
+ * been released.
  *
  * Everything is non-blocking and test-based (the engine's scheduler interleaves channels with
  * its other stages; the one exception is a UCX whose fence is strong, see nvf_ucx_ordering);
@@ -86,6 +91,8 @@ typedef struct nvf_ucx_counters {
     long rkeys;             /* live unpacked remote keys */
     long requests;          /* put requests not yet completed and freed */
     long teardown_timeouts; /* flushes/closes/waits abandoned at a timeout (cumulative) */
+    long credit_messages;   /* credits sent as messages of their own (active messages;
+                             * cumulative): the others ride on data or are puts */
 } nvf_ucx_counters_t;
 void nvf_ucx_get_counters(nvf_ucx_counters_t *counters);
 
@@ -166,7 +173,8 @@ bool nvf_ucx_send_idle(nvf_ucx_mesh_t *mesh, bool released);
  * nvf_ucx_mesh_failed). */
 bool nvf_ucx_recv_test(nvf_ucx_mesh_t *mesh, int peer, const void **data);
 /* Releases the oldest received message from peer (one that nvf_ucx_recv_test has seen): its
- * slot may be reused by the sender. NVF_ERR_INVALID if that message has not arrived. */
+ * slot may be reused by the sender (by active messages: once told, see the top of this file).
+ * NVF_ERR_INVALID if that message has not arrived. */
 nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer);
 
 /* Receiving in place. nvf_ucx_recv_post: the message `ahead` places after the oldest one not yet

@@ -45,6 +45,24 @@ static void nvf_ucx_am_reject(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, c
     mesh->failed = true;
 }
 
+/* The receiver of channel c says its first n messages are released: each slot's credit word
+ * takes the number of the last of them in that slot, plus one, as a credit put would have. A
+ * count no larger than one already seen is a repeat (a header rewritten before UCX sent it). */
+static void nvf_ucx_am_apply_credit(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, uint64_t n)
+{
+    nvf_ucx_send_chan_t *c = nvf_ucx_send_chan(mesh, h->from);
+    if (c == NULL || n > c->nsent) {
+        nvf_ucx_am_reject(mesh, h, "credit for a message not sent");
+        return;
+    }
+    if (n <= c->credited)
+        return;
+    const uint64_t ns = (uint64_t)mesh->nslots;
+    for (uint64_t j = n - c->credited > ns ? n - ns : c->credited; j < n; j++)
+        atomic_store_explicit(&c->credit[j % ns], j + 1, memory_order_release);
+    c->credited = n;
+}
+
 /* Lands a fragment of a data message in its slot; the last byte to land sets the flag. */
 static void nvf_ucx_am_data(nvf_ucx_mesh_t *mesh, const nvf_ucx_am_hdr_t *h, const void *data,
                             size_t length, const ucp_am_recv_param_t *param)
@@ -115,14 +133,11 @@ static ucs_status_t nvf_ucx_am_cb(void *arg, const void *header, size_t header_l
     if (mesh == NULL)
         return UCS_OK; /* its mesh is gone */
     if (h.kind == NVF_UCX_AM_DATA) {
+        if (h.credit != 0)
+            nvf_ucx_am_apply_credit(mesh, &h, h.credit);
         nvf_ucx_am_data(mesh, &h, data, length, param);
     } else if (h.kind == NVF_UCX_AM_CREDIT) {
-        nvf_ucx_send_chan_t *c = nvf_ucx_send_chan(mesh, h.from);
-        if (c == NULL || h.seq >= c->nsent)
-            nvf_ucx_am_reject(mesh, &h, "credit for a message not sent");
-        else
-            atomic_store_explicit(&c->credit[h.seq % (uint64_t)mesh->nslots], h.seq + 1,
-                                  memory_order_release);
+        nvf_ucx_am_apply_credit(mesh, &h, h.seq);
     } else {
         nvf_ucx_am_reject(mesh, &h, "unknown kind");
     }
@@ -191,7 +206,7 @@ bool nvf_ucx_ep_rma_emulated(nvf_ucx_ep_t *ep)
 
 static void nvf_ucx_am_hdr(nvf_ucx_am_hdr_t *h, const nvf_ucx_mesh_t *mesh,
                            const nvf_ucx_peer_t *peer, uint32_t kind, uint64_t k, uint64_t offset,
-                           uint64_t len)
+                           uint64_t len, uint64_t credit)
 {
     h->uid = peer->uid;
     h->seq = k;
@@ -199,6 +214,16 @@ static void nvf_ucx_am_hdr(nvf_ucx_am_hdr_t *h, const nvf_ucx_mesh_t *mesh,
     h->kind = kind;
     h->offset = offset;
     h->len = len;
+    h->credit = credit;
+}
+
+/* The releases of channel c are told (by whatever message carries c->nreleased). */
+static void nvf_ucx_am_told(nvf_ucx_mesh_t *mesh, nvf_ucx_recv_chan_t *c)
+{
+    if (c->untold_since != 0)
+        mesh->untold--;
+    c->credited = c->nreleased;
+    c->untold_since = 0;
 }
 
 static nvf_status_t nvf_ucx_am_post(nvf_ucx_mesh_t *mesh, nvf_ucx_peer_t *peer, nvf_ucx_am_hdr_t *h,
@@ -220,24 +245,56 @@ nvf_status_t nvf_ucx_am_send(nvf_ucx_mesh_t *mesh, nvf_ucx_send_chan_t *c, uint6
                              const void *src, size_t len)
 {
     nvf_ucx_am_hdr_t *hdrs = &c->hdr[(k % (uint64_t)mesh->nslots) * (uint64_t)mesh->am_frags];
+    /* the releases of the reverse channel not yet told ride along (in every fragment) */
+    nvf_ucx_recv_chan_t *rev = nvf_ucx_recv_chan(mesh, c->peer_id);
+    const uint64_t credit = rev != NULL && rev->nreleased > rev->credited ? rev->nreleased : 0;
     size_t off = 0;
     int f = 0;
     do { /* a message of 0 bytes is one empty fragment */
         size_t n = len - off < NVF_UCX_AM_FRAG ? len - off : NVF_UCX_AM_FRAG;
         nvf_ucx_am_hdr_t *h = &hdrs[f++];
-        nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_DATA, k, off, len);
+        nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_DATA, k, off, len, credit);
         nvf_status_t ret =
             nvf_ucx_am_post(mesh, c->peer, h, (const char *)src + off, n, UCP_AM_SEND_FLAG_EAGER);
         if (ret != NVF_OK)
             return ret;
         off += n;
     } while (off < len);
+    if (credit != 0)
+        nvf_ucx_am_told(mesh, rev);
     return NVF_OK;
 }
 
-nvf_status_t nvf_ucx_am_credit(nvf_ucx_mesh_t *mesh, nvf_ucx_recv_chan_t *c, uint64_t k)
+/* The header of the credit for n releases is the slot of message n - 1: it is written again
+ * only for a later count (at least nslots later, unless UCX has not sent it yet: then it goes
+ * with the later count, which says everything the earlier one did). */
+nvf_status_t nvf_ucx_am_credit(nvf_ucx_mesh_t *mesh, nvf_ucx_recv_chan_t *c)
 {
-    nvf_ucx_am_hdr_t *h = &c->hdr[k % (uint64_t)mesh->nslots];
-    nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_CREDIT, k, 0, 0);
-    return nvf_ucx_am_post(mesh, c->peer, h, NULL, 0, UCP_AM_SEND_FLAG_EAGER);
+    const uint64_t n = c->nreleased;
+    nvf_ucx_am_hdr_t *h = &c->hdr[(n - 1) % (uint64_t)mesh->nslots];
+    nvf_ucx_am_hdr(h, mesh, c->peer, NVF_UCX_AM_CREDIT, n, 0, 0, 0);
+    nvf_status_t ret = nvf_ucx_am_post(mesh, c->peer, h, NULL, 0, UCP_AM_SEND_FLAG_EAGER);
+    if (ret == NVF_OK) {
+        nvf_ucx_am_told(mesh, c);
+        nvf_ucx_counters.credit_messages++;
+    }
+    return ret;
+}
+
+nvf_status_t nvf_ucx_credits_flush(nvf_ucx_mesh_t *mesh, bool force)
+{
+    if (mesh->untold == 0)
+        return NVF_OK;
+    if (mesh->failed)
+        return NVF_ERR_UCX; /* the last error says why */
+    const uint64_t now = force ? 0 : nvf_ucx_now_ns();
+    for (int i = 0; i < mesh->nrecv && mesh->untold > 0; i++) {
+        nvf_ucx_recv_chan_t *c = &mesh->recv[i];
+        if (c->untold_since == 0 || (!force && now - c->untold_since < NVF_UCX_CREDIT_FLUSH_NS))
+            continue;
+        nvf_status_t ret = nvf_ucx_am_credit(mesh, c);
+        if (ret != NVF_OK)
+            return ret;
+    }
+    return NVF_OK;
 }

@@ -142,7 +142,7 @@ nvf_status_t nvf_ucx_send(nvf_ucx_mesh_t *mesh, int peer, const void *src, size_
         if (atomic_load_explicit(&c->credit[s], memory_order_acquire) != need) {
             ucp_worker_progress(mesh->ctx->worker);
             if (atomic_load_explicit(&c->credit[s], memory_order_acquire) != need)
-                return NVF_OK; /* no free slot */
+                return nvf_ucx_credits_flush(mesh, false); /* no free slot */
         }
     }
     nvf_status_t ret;
@@ -195,6 +195,9 @@ static bool nvf_ucx_puts_done(nvf_ucx_mesh_t *mesh)
 
 bool nvf_ucx_send_idle(nvf_ucx_mesh_t *mesh, bool released)
 {
+    /* the peers may be waiting for my releases as I wait for theirs */
+    if (released && nvf_ucx_credits_flush(mesh, true) != NVF_OK)
+        return false;
     if (nvf_ucx_puts_done(mesh) && (!released || nvf_ucx_all_released(mesh)))
         return true;
     ucp_worker_progress(mesh->ctx->worker);
@@ -211,8 +214,10 @@ bool nvf_ucx_recv_test(nvf_ucx_mesh_t *mesh, int peer, const void **data)
         if (nvf_ucx_chan_failed(mesh, c->peer))
             return false;
         ucp_worker_progress(mesh->ctx->worker);
-        if (atomic_load_explicit(&c->flags[s], memory_order_acquire) != k + 1)
+        if (atomic_load_explicit(&c->flags[s], memory_order_acquire) != k + 1) {
+            (void)nvf_ucx_credits_flush(mesh, false); /* a failure fails the mesh */
             return false;
+        }
     }
     const nvf_ucx_landing_t *l = &c->land[s];
     *data = (l->seq1 == k + 1 && l->applied) ? NULL : c->data + s * mesh->slot_stride;
@@ -232,19 +237,21 @@ nvf_status_t nvf_ucx_recv_release(nvf_ucx_mesh_t *mesh, int peer)
         return NVF_ERR_UCX;
     /* the caller's reads of the slot come before the sender may overwrite it */
     atomic_thread_fence(memory_order_release);
-    nvf_status_t ret;
-    if (c->peer->am) {
-        ret = nvf_ucx_am_credit(mesh, c, k);
-    } else {
-        c->credit_src[s] = k + 1;
-        ret = nvf_ucx_put(mesh, c->peer, &c->credit_src[s], sizeof(uint64_t),
-                          c->remote_credit + s * sizeof(uint64_t));
-    }
-    if (ret != NVF_OK)
-        return ret;
     c->land[s] = (nvf_ucx_landing_t){0};
     c->nreleased = k + 1;
-    return NVF_OK;
+    if (c->peer->am) { /* told at half the window, or sooner (nvf_ucx_int.h) */
+        const uint64_t batch = mesh->nslots > 1 ? (uint64_t)mesh->nslots / 2 : 1;
+        if (c->nreleased - c->credited >= batch)
+            return nvf_ucx_am_credit(mesh, c);
+        if (c->untold_since == 0) {
+            c->untold_since = nvf_ucx_now_ns();
+            mesh->untold++;
+        }
+        return NVF_OK;
+    }
+    c->credit_src[s] = k + 1;
+    return nvf_ucx_put(mesh, c->peer, &c->credit_src[s], sizeof(uint64_t),
+                       c->remote_credit + s * sizeof(uint64_t));
 }
 
 bool nvf_ucx_recv_post(nvf_ucx_mesh_t *mesh, int peer, unsigned ahead, void *dst, size_t cap,

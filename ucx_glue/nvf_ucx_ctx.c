@@ -396,7 +396,10 @@ void nvf_ucx_ctx_release(nvf_ucx_ctx_t *ctx)
 
 unsigned nvf_ucx_progress(nvf_ucx_ctx_t *ctx)
 {
-    return ucp_worker_progress(ctx->worker);
+    unsigned n = ucp_worker_progress(ctx->worker);
+    for (int i = 0; i < ctx->nmeshes; i++) /* releases held back too long (a failure fails it) */
+        (void)nvf_ucx_credits_flush(ctx->meshes[i], false);
+    return n;
 }
 
 bool nvf_ucx_supports_cuda(const nvf_ucx_ctx_t *ctx)

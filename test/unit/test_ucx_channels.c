@@ -360,6 +360,118 @@ static int credit_body(nvf_tf_t *tf, void *arg)
     return nvf_test_failures;
 }
 
+static long credit_messages(void)
+{
+    nvf_ucx_counters_t c;
+    nvf_ucx_get_counters(&c);
+    return c.credit_messages;
+}
+
+/* How releases reach the sender by active messages (by puts each is a put of its own): in a
+ * ping-pong every release rides on the reply, no credit message of its own; one way, they are
+ * told once half the window is released, and a lone one after the receiver has polled idle for
+ * a while. */
+static int told_body(nvf_tf_t *tf, void *arg)
+{
+    const chan_case_t *cc = arg;
+    const int nslots = cc->nslots;
+    const size_t slot = cc->slot_bytes;
+    char what[96];
+    snprintf(what, sizeof(what), "UCX_TLS=%s told nslots=%d", cc->tls, nslots);
+    nvf_ucx_ctx_t *ctx = child_init(cc->tls);
+    if (ctx == NULL)
+        return 1;
+    const int me = tf->rank, other = 1 - me;
+    nvf_ucx_mesh_t *mesh = tu_mesh_setup(tf, ctx, &other, 1, &other, 1, nslots, slot, what);
+    if (mesh == NULL)
+        return 1;
+    const bool am = strcmp(nvf_ucx_mesh_protocol(mesh), "am") == 0;
+    unsigned char *bufs = malloc(2 * (size_t)nslots * slot); /* one per one-way message */
+    /* ping-pong: rank 0 sends message k, rank 1 answers with its message k */
+    const int rounds = scaled(cc->msgs);
+    long before = credit_messages();
+    uint64_t k = 0;
+    for (; k < (uint64_t)rounds; k++) {
+        if (me == 0 && !try_send(mesh, me, other, bufs, slot, k, 10 * nvf_tf_slow()))
+            break;
+        const void *d = wait_recv(mesh, other, 10);
+        CHECK(d != NULL, "%s: ping-pong message %llu did not arrive", what, (unsigned long long)k);
+        if (d == NULL || !tu_msg_check(d, tu_msg_len(other, me, k, slot), other, me, k, what))
+            break;
+        CHECK(nvf_ucx_recv_release(mesh, other) == NVF_OK, "%s: release: %s", what,
+              nvf_ucx_last_error());
+        if (me == 1 && !try_send(mesh, me, other, bufs, slot, k, 10 * nvf_tf_slow()))
+            break;
+    }
+    CHECK(k == (uint64_t)rounds, "%s: ping-pong stopped at %llu of %d", what, (unsigned long long)k,
+          rounds);
+    if (am)
+        CHECK(credit_messages() == before, "%s: %ld credit messages in a ping-pong of %d", what,
+              credit_messages() - before, rounds);
+    /* in the end every release is told */
+    double deadline = nvf_tf_now() + 10 * nvf_tf_slow();
+    while (!nvf_ucx_send_idle(mesh, true) && nvf_tf_now() < deadline)
+        sched_yield();
+    CHECK(nvf_ucx_send_idle(mesh, true), "%s: ping-pong not released in the end", what);
+    nvf_tf_barrier(tf);
+
+    /* one way: rank 0 sends 3 messages; rank 1 releases them and then only progresses */
+    const uint64_t k0 = k, n1 = (uint64_t)nslots - 1;
+    if (me == 0) {
+        for (uint64_t j = 0; j < n1; j++)
+            CHECK(try_send(mesh, me, other, bufs + j * slot, slot, k0 + j, 10 * nvf_tf_slow()),
+                  "%s: one way: message %llu did not start", what, (unsigned long long)j);
+        nvf_tf_barrier(tf); /* 1: sent */
+        /* the window: nslots messages beyond the last one released; the receiver's last
+         * release is told only after its idle polling */
+        for (uint64_t j = n1; j < n1 + (uint64_t)nslots; j++)
+            CHECK(try_send(mesh, me, other, bufs + j * slot, slot, k0 + j, 10 * nvf_tf_slow()),
+                  "%s: one way: message %llu did not start", what, (unsigned long long)j);
+        nvf_tf_barrier(tf); /* 2 */
+    } else {
+        nvf_tf_barrier(tf); /* 1 */
+        before = credit_messages();
+        for (uint64_t j = 0; j < n1; j++) {
+            const void *d = wait_recv(mesh, other, 10);
+            CHECK(d != NULL &&
+                      tu_msg_check(d, tu_msg_len(other, me, k0 + j, slot), other, me, k0 + j, what),
+                  "%s: one way: message %llu", what, (unsigned long long)j);
+            CHECK(nvf_ucx_recv_release(mesh, other) == NVF_OK, "%s: release: %s", what,
+                  nvf_ucx_last_error());
+        }
+        deadline = nvf_tf_now() + 1 * nvf_tf_slow();
+        while (nvf_tf_now() < deadline)
+            if (nvf_ucx_progress(ctx) == 0)
+                sched_yield();
+        if (am) /* nslots - 1 releases: (nslots - 1) / (nslots / 2) batches, then the flush */
+            CHECK(credit_messages() - before >= 1 &&
+                      credit_messages() - before <= (long)n1 / (nslots / 2) + 2,
+                  "%s: one way: %ld credit messages for %llu releases", what,
+                  credit_messages() - before, (unsigned long long)n1);
+        nvf_tf_barrier(tf); /* 2 */
+        for (uint64_t j = n1; j < n1 + (uint64_t)nslots; j++) {
+            const void *d = wait_recv(mesh, other, 10);
+            CHECK(d != NULL &&
+                      tu_msg_check(d, tu_msg_len(other, me, k0 + j, slot), other, me, k0 + j, what),
+                  "%s: one way: message %llu", what, (unsigned long long)j);
+            CHECK(nvf_ucx_recv_release(mesh, other) == NVF_OK, "%s: release: %s", what,
+                  nvf_ucx_last_error());
+        }
+    }
+    deadline = nvf_tf_now() + 10 * nvf_tf_slow();
+    while (!nvf_ucx_send_idle(mesh, true) && nvf_tf_now() < deadline)
+        sched_yield();
+    CHECK(nvf_ucx_send_idle(mesh, true), "%s: one way: not released in the end", what);
+    nvf_tf_barrier(tf);
+    free(bufs);
+    nvf_ucx_mesh_destroy(mesh);
+    tu_check_no_mesh_state(what);
+    nvf_tf_barrier(tf);
+    nvf_ucx_ctx_release(ctx);
+    tu_check_nothing_left(what);
+    return nvf_test_failures;
+}
+
 /* Many meshes of changing shapes on one context, and the context itself re-created. */
 static int recreate_body(nvf_tf_t *tf, void *arg)
 {
@@ -441,6 +553,8 @@ int main(int argc, char **argv)
             run_case("channels", chan_body, &cases[i]);
         const chan_case_t credit = {tls[t / 3], "pair", 2, 3, 64, 0};
         run_case("credit", credit_body, &credit);
+        const chan_case_t told = {tls[t / 3], "pair", 2, 4, 64, 500};
+        run_case("told", told_body, &told);
         const chan_case_t recreate = {tls[t / 3], "ring", 3, 0, 0, 40};
         run_case("recreate", recreate_body, &recreate);
     }
