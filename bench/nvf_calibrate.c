@@ -9,8 +9,11 @@
  * parameter file ($HOME/.openmpi/mca-params.conf; not mca_base_param_files=FILE, which would
  * replace the site's file); --out FILE writes them there too. Measured, with every rank
  * working at once:
- *   intra_bw      memory-copy bandwidth per rank (8 MiB copies)
- *   reduce_bw     host reduction throughput per rank (bytes of input per second, float sum)
+ *   intra_bw      memory-copy bandwidth per rank (8 MiB copies), from the start of all
+ *                 ranks' copies to the end of the last one (where ranks outnumber the cores,
+ *                 each gets its share of them, as during an allreduce)
+ *   reduce_bw     host reduction throughput per rank (bytes of input per second, float sum),
+ *                 timed the same way
  *   intra_alpha   half an 8-byte one-shot allreduce through nvfabric (one node)
  *   inter_alpha,  with several nodes: fitted so that the cost model reproduces nvfabric's
  *   inter_bw      8-byte and 8 MiB allreduce times
@@ -21,9 +24,11 @@
 #include "coll_nvfabric/nvf_reduce.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static MPI_Comm ctrl; /* bookkeeping without nvfabric */
 
@@ -69,9 +74,12 @@ static double time_allreduce(MPI_Comm c, float *s, float *r, int n)
     return best[2];
 }
 
-static int read_cvar_int(const char *name, int dflt)
+/* The value of control variable `name` as an unsigned integer (Open MPI exposes int and bool
+ * parameters as MPI_INT, sizes as MPI_UNSIGNED_LONG); dflt where it is absent. */
+static unsigned long long read_cvar(const char *name, unsigned long long dflt)
 {
-    int num, v = dflt;
+    int num;
+    unsigned long long v = dflt;
     MPI_T_cvar_get_num(&num);
     for (int i = 0; i < num; i++) {
         char n[256], desc[1024];
@@ -79,14 +87,54 @@ static int read_cvar_int(const char *name, int dflt)
         MPI_Datatype dt;
         MPI_T_enum en;
         MPI_T_cvar_handle h;
-        if (MPI_T_cvar_get_info(i, n, &nl, &verb, &dt, &en, desc, &dl, &bind, &scope) ==
-                MPI_SUCCESS &&
-            !strcmp(n, name) && MPI_T_cvar_handle_alloc(i, NULL, &h, &count) == MPI_SUCCESS) {
-            MPI_T_cvar_read(h, &v);
-            MPI_T_cvar_handle_free(&h);
+        if (MPI_T_cvar_get_info(i, n, &nl, &verb, &dt, &en, desc, &dl, &bind, &scope) !=
+                MPI_SUCCESS ||
+            strcmp(n, name) != 0 || MPI_T_cvar_handle_alloc(i, NULL, &h, &count) != MPI_SUCCESS)
+            continue;
+        union {
+            int i;
+            unsigned u;
+            long l;
+            unsigned long ul;
+            long long ll;
+            unsigned long long ull;
+        } buf = {0};
+        if (count == 1 && MPI_T_cvar_read(h, &buf) == MPI_SUCCESS) {
+            if (dt == MPI_INT)
+                v = buf.i < 0 ? dflt : (unsigned long long)buf.i;
+            else if (dt == MPI_UNSIGNED)
+                v = buf.u;
+            else if (dt == MPI_LONG)
+                v = buf.l < 0 ? dflt : (unsigned long long)buf.l;
+            else if (dt == MPI_UNSIGNED_LONG)
+                v = buf.ul;
+            else if (dt == MPI_LONG_LONG)
+                v = buf.ll < 0 ? dflt : (unsigned long long)buf.ll;
+            else if (dt == MPI_UNSIGNED_LONG_LONG)
+                v = buf.ull;
         }
+        MPI_T_cvar_handle_free(&h);
     }
     return v;
+}
+
+/* How many CPUs the ranks of `c` may run on together (the union of their affinity masks). */
+static int cpus_of(MPI_Comm c)
+{
+    int n;
+    MPI_Comm_size(c, &n);
+    cpu_set_t mine, all;
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+        return (int)sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t *masks = malloc((size_t)n * sizeof(cpu_set_t));
+    if (masks == NULL)
+        return (int)sysconf(_SC_NPROCESSORS_ONLN);
+    MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, masks, (int)sizeof(mine), MPI_BYTE, c);
+    CPU_ZERO(&all);
+    for (int k = 0; k < n; k++)
+        CPU_OR(&all, &all, &masks[k]);
+    free(masks);
+    return CPU_COUNT(&all);
 }
 
 int main(int argc, char **argv)
@@ -109,7 +157,7 @@ int main(int argc, char **argv)
     int host_rank, host_size;
     MPI_Comm_rank(host, &host_rank);
     MPI_Comm_size(host, &host_size);
-    int vnode = read_cvar_int("coll_nvfabric_virtual_node_size", 0);
+    int vnode = (int)read_cvar("coll_nvfabric_virtual_node_size", 0);
     int local = vnode > 0 && vnode < host_size ? vnode : host_size;
     int first_of_node = (host_rank % local == 0), nnodes;
     MPI_Allreduce(&first_of_node, &nnodes, 1, MPI_INT, MPI_SUM, ctrl);
@@ -118,8 +166,23 @@ int main(int argc, char **argv)
 
     nvf_config_t cfg;
     nvf_config_init_defaults(&cfg);
+    cfg.cma_enable = read_cvar("coll_nvfabric_cma", cfg.cma_enable) != 0;
+    cfg.cma_oversubscribed = read_cvar("coll_nvfabric_cma_oversubscribed", 0) != 0;
+    cfg.cma_min_bytes = (size_t)read_cvar("coll_nvfabric_cma_min", cfg.cma_min_bytes);
+    cfg.cma_max_bytes = (size_t)read_cvar("coll_nvfabric_cma_max", cfg.cma_max_bytes);
 
-    /* copy and reduction bandwidth, all ranks at once */
+    /* the rest of the shape as the engine finds it: more ranks than CPUs on some host (its
+     * stages then take turns on the cores), single copies within a node (where the engine's
+     * probe would enable them: several ranks, not more than their CPUs, unless forced) */
+    int over = host_size > cpus_of(host), cores_shared;
+    MPI_Allreduce(&over, &cores_shared, 1, MPI_INT, MPI_LOR, ctrl);
+    MPI_Comm node;
+    MPI_Comm_split(host, host_rank / local, host_rank, &node);
+    int node_over = local > cpus_of(node), any_node_over;
+    MPI_Allreduce(&node_over, &any_node_over, 1, MPI_INT, MPI_LOR, ctrl);
+    const bool cma = local > 1 && cfg.cma_enable && (!any_node_over || cfg.cma_oversubscribed);
+
+    /* copy and reduction bandwidth, all ranks at once: from the barrier before to the one after */
     const size_t bytes = 8u << 20, n = bytes / sizeof(float);
     float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
     for (size_t i = 0; i < n; i++)
@@ -129,12 +192,14 @@ int main(int argc, char **argv)
         MPI_Barrier(ctrl);
         double t0 = MPI_Wtime();
         memcpy(c, a, bytes);
+        MPI_Barrier(ctrl); /* until every rank has copied */
         double t = slowest(MPI_Wtime() - t0);
         tc = t < tc ? t : tc;
         const void *src[2] = {a, b};
         MPI_Barrier(ctrl);
         t0 = MPI_Wtime();
         nvf_reduce_many(NVF_DTYPE_FLOAT, NVF_OP_SUM, c, src, 2, n);
+        MPI_Barrier(ctrl);
         t = slowest(MPI_Wtime() - t0);
         tr = t < tr ? t : tr;
     }
@@ -146,13 +211,17 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         s[i] = (float)((i + (size_t)rank) % 9);
     double t8 = time_allreduce(nvf, s, r, 2) * 1e6;
-    nvf_plan_shape_t small = {2, sizeof(float), local, nnodes, min_local == local, false, false};
+    nvf_plan_shape_t small = {.count = 2,
+                              .esize = sizeof(float),
+                              .local_size = local,
+                              .nnodes = nnodes,
+                              .uniform = min_local == local,
+                              .cma = cma,
+                              .cores_shared = cores_shared != 0};
     if (nnodes == 1) {
         cfg.intra_alpha_us = t8 / 2;
     } else {
         /* intra latency from a node-local communicator, then inter_alpha by bisection */
-        MPI_Comm node;
-        MPI_Comm_split(host, host_rank / local, host_rank, &node);
         MPI_Info info;
         MPI_Info_create(&info);
         MPI_Info_set(info, "ompi_comm_coll_preference", "nvfabric");
@@ -172,8 +241,8 @@ int main(int argc, char **argv)
                 hi = cfg.inter_alpha_us;
         }
         double tl = time_allreduce(nvf, s, r, (int)n) * 1e6;
-        nvf_plan_shape_t large = {n,     sizeof(float), local, nnodes, min_local == local,
-                                  false, false};
+        nvf_plan_shape_t large = small;
+        large.count = n;
         double blo = 0.01, bhi = 1000;
         for (int it = 0; it < 60; it++) {
             cfg.inter_bw_gbs = (blo + bhi) / 2;
@@ -185,8 +254,8 @@ int main(int argc, char **argv)
                 bhi = cfg.inter_bw_gbs;
         }
         MPI_Comm_free(&node_nvf);
-        MPI_Comm_free(&node);
     }
+    MPI_Comm_free(&node);
 
     /* host_auto_min: nvfabric vs tuned, from 8 bytes up */
     size_t auto_min = 0;

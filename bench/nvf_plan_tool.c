@@ -88,7 +88,13 @@ int main(int argc, char **argv)
     for (int n = 1; n <= nodes_max; n *= 2) {
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
             double S = sizes[k];
-            nvf_plan_shape_t sh = {(size_t)(S / 4), 4, gpus, n, true, device, false};
+            /* a rank (GPU) per core at least: the stages overlap */
+            nvf_plan_shape_t sh = {.count = (size_t)(S / 4),
+                                   .esize = 4,
+                                   .local_size = gpus,
+                                   .nnodes = n,
+                                   .uniform = true,
+                                   .device = device};
             if (sh.count == 0)
                 sh.count = 1;
             nvf_plan_t plan;

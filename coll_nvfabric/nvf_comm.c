@@ -96,28 +96,52 @@ typedef struct shm_rec {
     char name[64];
 } shm_rec_t;
 
-/* The CPUs the node's ranks may run on: the union of their affinity masks (a rank bound to one
- * core sees only that core in its own mask, yet the ranks together may have one core each).
- * Collective over the communicator; -1 if the exchange failed. */
-static int node_cpus(nvf_comm_t *c, const nvf_topo_t *t)
+/* This rank's affinity mask (any online CPU where it cannot be read). */
+static void my_cpus(cpu_set_t *mine)
 {
-    cpu_set_t mine, all_cpus;
-    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) { /* unknown: any online CPU */
-        CPU_ZERO(&mine);
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-            CPU_SET((int)i, &mine);
-    }
-    cpu_set_t *masks = malloc((size_t)c->oob.size * sizeof(cpu_set_t));
-    if (masks == NULL || c->oob.allgather(c->oob.ctx, &mine, masks, sizeof(cpu_set_t)) != 0) {
-        free(masks);
-        return -1;
-    }
+    if (sched_getaffinity(0, sizeof(*mine), mine) == 0)
+        return;
+    CPU_ZERO(mine);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+        CPU_SET((int)i, mine);
+}
+
+/* The CPUs the node's ranks may run on: the union of their affinity masks (a rank bound to one
+ * core sees only that core in its own mask, yet the ranks together may have one core each). */
+static int node_cpus(const nvf_topo_t *t, const cpu_set_t *masks)
+{
+    cpu_set_t all_cpus;
     CPU_ZERO(&all_cpus);
     for (int k = 0; k < t->local_size; k++)
         CPU_OR(&all_cpus, &all_cpus, &masks[nvf_topo_member(t, t->node, k)]);
-    free(masks);
     return CPU_COUNT(&all_cpus);
+}
+
+/* Whether some host (ranks with equal keys; virtual nodes do not matter) runs more of the
+ * communicator's ranks than the union of their masks has CPUs. The same answer on every rank. */
+static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t *masks)
+{
+    bool *done = calloc((size_t)size, sizeof(bool));
+    bool over = false;
+    for (int r = 0; r < size && !over; r++) {
+        if (done != NULL && done[r])
+            continue;
+        cpu_set_t cpus;
+        CPU_ZERO(&cpus);
+        int ranks = 0;
+        for (int q = r; q < size; q++)
+            if (memcmp(keys + (size_t)q * NVF_HOST_KEY_LEN, keys + (size_t)r * NVF_HOST_KEY_LEN,
+                       NVF_HOST_KEY_LEN) == 0) {
+                CPU_OR(&cpus, &cpus, &masks[q]);
+                ranks++;
+                if (done != NULL)
+                    done[q] = true;
+            }
+        over = ranks > CPU_COUNT(&cpus);
+    }
+    free(done);
+    return over;
 }
 
 static nvf_status_t setup(nvf_comm_t *c)
@@ -145,8 +169,20 @@ static nvf_status_t setup(nvf_comm_t *c)
         snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
         return NVF_ERR_PEER; /* allgather failures are collective errors */
     }
+    /* and on which CPUs each may run (oversubscription: waits, single copies, the model) */
+    cpu_set_t my_mask, *masks = malloc((size_t)c->oob.size * sizeof(cpu_set_t));
+    my_cpus(&my_mask);
+    if (masks == NULL || c->oob.allgather(c->oob.ctx, &my_mask, masks, sizeof(cpu_set_t)) != 0) {
+        free(keys);
+        free(masks);
+        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+        return NVF_ERR_PEER;
+    }
     st = nvf_topo_build(&c->topo, c->oob.rank, c->oob.size, keys, cfg->virtual_node_size);
+    c->cores_shared = any_host_oversubscribed(c->oob.size, keys, masks);
+    const int ncpu = st == NVF_OK ? node_cpus(&c->topo, masks) : 0;
     free(keys);
+    free(masks);
     if (st != NVF_OK)
         snprintf(err, sizeof(err), "topology: %s", nvf_status_str(st));
     const nvf_topo_t *t = &c->topo;
@@ -199,12 +235,6 @@ static nvf_status_t setup(nvf_comm_t *c)
      * communicator takes the same branch, which is collective. */
     if ((t->nnodes == 1 || t->uniform) && t->local_size > 1 && cfg->cma_enable) {
         /* more ranks than cores: the single copies' page pinning costs more than it saves */
-        int ncpu = node_cpus(c, t);
-        if (ncpu < 0) {
-            teardown(c);
-            snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
-            return NVF_ERR_PEER;
-        }
         bool oversubscribed = t->local_size > ncpu && !cfg->cma_oversubscribed;
         if (oversubscribed)
             nvf_log(1,
@@ -274,10 +304,12 @@ static nvf_status_t setup(nvf_comm_t *c)
             return all;
         }
     }
-    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s",
+    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s",
             t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank,
             t->local_size, c->shm.size, c->have_rail ? ", UCX rail connected" : "",
-            c->cma ? ", single-copy (CMA) path available" : "");
+            c->cma ? ", single-copy (CMA) path available" : "",
+            c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)"
+                            : "");
     return NVF_OK;
 }
 
@@ -314,9 +346,14 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         out_dev = rk != NVF_MEM_HOST && rk != NVF_MEM_HOST_PINNED;
     }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
-    nvf_plan_shape_t shape = {count,          nvf_dtype_size(dt), c->topo.max_local,
-                              c->topo.nnodes, c->topo.uniform,    false,
-                              c->cma};
+    nvf_plan_shape_t shape = {.count = count,
+                              .esize = nvf_dtype_size(dt),
+                              .local_size = c->topo.max_local,
+                              .nnodes = c->topo.nnodes,
+                              .uniform = c->topo.uniform,
+                              .device = false,
+                              .cma = c->cma,
+                              .cores_shared = c->cores_shared};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (report != NULL) {

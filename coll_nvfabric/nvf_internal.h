@@ -32,6 +32,7 @@ struct nvf_comm {
     uint64_t seq;       /* blocks started on this communicator */
     char *stage;        /* private host block for the staged device path (made on first use) */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
+    bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     nvf_plan_cache_t plans;

@@ -4,7 +4,10 @@
  * Latency alpha (us) and bandwidth (GB/s = 1e3 bytes/us) per level: intra-node copies
  * (intra_alpha, intra_bw), host reduction (reduce_bw, bytes of input per us), inter-node
  * messages (inter_alpha, inter_bw per rail). A pipelined plan overlaps its intra- and
- * inter-node parts: over nb blocks its time is max(A, B) + min(A, B) / nb.
+ * inter-node parts: over nb blocks its time is max(A, B) + min(A, B) / nb. On host memory both
+ * parts are the CPU's work (copies, reductions, and the transport's copies or system calls), so
+ * they overlap only on cores the ranks do not already fill: where a host runs more ranks than
+ * it has CPUs, the time is A + B.
  */
 #include "nvf_plan.h"
 
@@ -95,6 +98,8 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
             intra = (2 + nb) * ai + xfer_us(2 * S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
             inter = nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, blk > S ? S : blk);
         }
+        if (sh->cores_shared)
+            return intra + inter;
         double hi = intra > inter ? intra : inter, lo = intra > inter ? inter : intra;
         return hi + lo / (nb > 1 ? nb : 1);
     }

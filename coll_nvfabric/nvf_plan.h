@@ -45,10 +45,12 @@ typedef struct nvf_plan_shape {
     size_t esize;
     int local_size; /* ranks per node (the largest node's, where they differ) */
     int nnodes;
-    bool uniform; /* every node has local_size ranks */
-    bool device;  /* device buffers: intra-node parts read peers' buffers directly (CUDA IPC)
-                   * instead of copying through the node's segment */
-    bool cma;     /* the node's ranks can read and write each other's memory (CMA) */
+    bool uniform;      /* every node has local_size ranks */
+    bool device;       /* device buffers: intra-node parts read peers' buffers directly (CUDA IPC)
+                        * instead of copying through the node's segment */
+    bool cma;          /* the node's ranks can read and write each other's memory (CMA) */
+    bool cores_shared; /* some host runs more ranks than it has CPUs: a pipelined plan's stages
+                        * on host memory then take turns on the cores instead of overlapping */
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);

@@ -4,7 +4,8 @@
  * inter_rd_max bytes per rail, and above it coll_nvfabric_inter_algorithm decides: ring or
  * halving-doubling by the cost model (auto), or the one the user named, on every layout. Single
  * copies from cma_min where the ranks can use them (one node, or nodes alike). The plan's
- * predicted time is the model's time for that plan.
+ * predicted time is the model's time for that plan; a pipelined hierarchical plan on host
+ * memory overlaps its stages unless a host has more ranks than CPUs (then the stages add up).
  */
 #include "coll_nvfabric/nvf_plan.h"
 #include "nvf_test.h"
@@ -70,6 +71,54 @@ static void check_layouts(const nvf_config_t *cfg, nvf_inter_alg_t forced)
     }
 }
 
+/* cores_shared: a hierarchical host plan's time is its intra-node part (the model's time with
+ * free inter-node messages, less the inter-node reductions) plus nb times the inter-node time
+ * of one block's part;
+ * without it, less (the stages overlap) unless there is one block; device plans never add. */
+static void check_cores_shared(const nvf_config_t *cfg0)
+{
+    const struct {
+        int local_size, nnodes;
+        size_t bytes;
+    } cases[] = {{2, 2, 8}, {2, 2, 1 << 20}, {2, 2, 16 << 20}, {4, 8, 64 << 20}, {8, 3, 1 << 20}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        nvf_config_t cfg = *cfg0;
+        nvf_plan_shape_t sh = shape(cases[i].bytes, cases[i].local_size, cases[i].nnodes, true);
+        sh.cores_shared = true;
+        nvf_plan_t p, q;
+        nvf_plan_choose(&cfg, &sh, &p);
+        CHECK(p.alg == NVF_ALG_HIER && p.split == NVF_SPLIT_EVEN, "%dx%d, %zu B: ran %s", sh.nnodes,
+              sh.local_size, cases[i].bytes, p.name);
+        double blk = (double)(p.block_elems < sh.count ? p.block_elems : sh.count) * 4;
+        double nb = ceil((double)cases[i].bytes / ((double)p.block_elems * 4));
+        double inter =
+            nb * nvf_plan_inter_us(&cfg, p.inter, sh.nnodes, blk / (double)sh.local_size);
+        nvf_config_t free_inter = cfg;
+        free_inter.inter_alpha_us = 0;
+        free_inter.inter_bw_gbs = 1e30;
+        /* (the inter-node part's reductions still cost their time with free messages) */
+        double intra =
+            nvf_plan_predict(&free_inter, &sh, &p) -
+            nb * nvf_plan_inter_us(&free_inter, p.inter, sh.nnodes, blk / (double)sh.local_size);
+        CHECK(inter > 0 && fabs(p.predicted_us - (intra + inter)) < 1e-6 * p.predicted_us,
+              "%dx%d, %zu B, %s, cores shared: predicted %g us, intra %g + inter %g", sh.nnodes,
+              sh.local_size, cases[i].bytes, p.name, p.predicted_us, intra, inter);
+        sh.cores_shared = false;
+        double overlapped = nvf_plan_predict(&cfg, &sh, &p);
+        CHECK(nb > 1 ? overlapped < p.predicted_us - 1e-9
+                     : fabs(overlapped - p.predicted_us) < 1e-9,
+              "%dx%d, %zu B, %s: %g us overlapped, %g us shared, %g blocks", sh.nnodes,
+              sh.local_size, cases[i].bytes, p.name, overlapped, p.predicted_us, nb);
+        sh.device = true;
+        nvf_plan_choose(&cfg, &sh, &q);
+        double dev = q.predicted_us;
+        sh.cores_shared = true;
+        CHECK(fabs(nvf_plan_predict(&cfg, &sh, &q) - dev) < 1e-9,
+              "%dx%d, %zu B, device %s: the copy engines overlap whatever the cores", sh.nnodes,
+              sh.local_size, cases[i].bytes, q.name);
+    }
+}
+
 int main(void)
 {
     nvf_config_t cfg;
@@ -117,6 +166,8 @@ int main(void)
         CHECK(!p.cma, "%dx%d, %zu B, no CMA: %s", sh.nnodes, sh.local_size, cma_cases[i].bytes,
               p.name);
     }
+
+    check_cores_shared(&cfg);
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);
