@@ -88,6 +88,9 @@ typedef struct nvf_config {
     bool cma_oversubscribed; /* ... also with more local ranks than cores */
     size_t cma_min_bytes;    /* single-node messages from this size ... */
     size_t cma_max_bytes;    /* ... up to this size use it (0: no limit) */
+    bool cma_tune;           /* single-node communicators measure where the single copies win,
+                              * at their first call of 64 KiB or more, and use that instead of
+                              * cma_min/max (mca/ turns it off where either is set) */
 } nvf_config_t;
 
 void nvf_config_init_defaults(nvf_config_t *cfg);

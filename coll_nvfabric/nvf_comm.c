@@ -278,6 +278,7 @@ static nvf_status_t setup(nvf_comm_t *c)
             all_ok &= oks[r];
         free(oks);
         c->cma = all_ok != 0;
+        c->cma_tune_pending = c->cma && t->nnodes == 1 && cfg->cma_tune;
         if (!c->cma) {
             free(c->cma_tmp);
             c->cma_tmp = NULL;
@@ -344,6 +345,17 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         nvf_memkind_each(sbuf, rbuf, &sk, &rk);
         in_dev = sk != NVF_MEM_HOST && sk != NVF_MEM_HOST_PINNED;
         out_dev = rk != NVF_MEM_HOST && rk != NVF_MEM_HOST_PINNED;
+    }
+    /* the first call from the smallest size the single copies are measured at measures them
+     * (every rank alike: the size is the same on every rank) */
+    if (c->cma_tune_pending && count * nvf_dtype_size(dt) >= NVF_CMA_TUNE_MIN_BYTES) {
+        c->cma_tune_pending = false;
+        nvf_status_t st = nvf_cma_tune(c);
+        if (st != NVF_OK) {
+            nvf_error("rank %d: measuring the single-copy path failed: %s", c->topo.rank,
+                      nvf_status_str(st));
+            return st;
+        }
     }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
     nvf_plan_shape_t shape = {.count = count,

@@ -35,12 +35,14 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->cuda_enable = true;
     cfg->cma_enable = true;
     cfg->cma_oversubscribed = false;
-    /* measured on 2 ranks: single copies win from 64 KiB to 8 MiB, lose beyond (cold pages) */
-    /* measured on 2 ranks of a 2-core VM (2026-12-04): below 8 MiB, where the buffers stay in
-     * its caches, copying through the segment is faster; from 8 MiB the single copies are, up
-     * to 2x at 16-64 MiB */
+    /* Where the single copies start to beat the segment moves from machine to machine and, on
+     * this project's 2-core VMs, from day to day (2 ranks: from 64 KiB on 2026-12-03 and late
+     * on 12-04, from 8 MiB that morning, nowhere up to 64 MiB that evening): so single-node
+     * communicators measure it (cma_tune); cma_min is the fallback, for the hierarchical plan's
+     * intra-node stage and where tuning is off */
     cfg->cma_min_bytes = 8u << 20;
     cfg->cma_max_bytes = 0;
+    cfg->cma_tune = true;
 }
 
 #define NVF_CHECK(cond, ...)                                                                       \

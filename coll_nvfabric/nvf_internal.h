@@ -35,8 +35,16 @@ struct nvf_comm {
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
+    bool cma_tune_pending; /* the single-copy crossover is still to be measured (nvf_cma_tune) */
     nvf_plan_cache_t plans;
 };
+
+/* nvf_cma_tune.c: at the first call of at least NVF_CMA_TUNE_MIN_BYTES on a single-node
+ * communicator with the single-copy path (cma_tune_pending), measure where the single copies
+ * start to win and set cfg.cma_min_bytes to it. Collective; NVF_OK also where nothing was
+ * measured (then cma_min stays). */
+#define NVF_CMA_TUNE_MIN_BYTES ((size_t)64 << 10)
+nvf_status_t nvf_cma_tune(nvf_comm_t *c);
 
 /* A private host buffer of one block (shm_block_bytes), or NULL if out of memory. */
 char *nvf_comm_stage(nvf_comm_t *c);

@@ -12,6 +12,7 @@
 #include "nvf_plan.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* bytes / (GB/s) in microseconds */
@@ -227,6 +228,40 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_pl
         }
     }
     *plan = best;
+}
+
+/* The geometric midpoint of two measured sizes: sizes up to it go with the smaller one. */
+static size_t midpoint(size_t a, size_t b)
+{
+    return (size_t)sqrt((double)a * (double)b);
+}
+
+void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const double *cma_us, int n,
+                         size_t *min_bytes, size_t *max_bytes)
+{
+    int best_first = -1, best_len = 0;
+    for (int i = 0; i < n;) {
+        if (!(cma_us[i] < segment_us[i])) {
+            i++;
+            continue;
+        }
+        int j = i;
+        while (j < n && cma_us[j] < segment_us[j])
+            j++;
+        if (j - i >= best_len) { /* ties: the later run */
+            best_first = i;
+            best_len = j - i;
+        }
+        i = j;
+    }
+    *min_bytes = SIZE_MAX;
+    *max_bytes = 0;
+    if (best_first < 0)
+        return;
+    const int last = best_first + best_len - 1;
+    *min_bytes =
+        best_first == 0 ? sizes[0] : midpoint(sizes[best_first - 1], sizes[best_first]) + 1;
+    *max_bytes = last == n - 1 ? 0 : midpoint(sizes[last], sizes[last + 1]);
 }
 
 const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,

@@ -60,6 +60,15 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *shape,
 /* Inter-node time of one allreduce of `bytes` among `p` rail peers. */
 double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, double bytes);
 
+/* Where the single copies pay, from a measurement of both single-node two-shot paths at n
+ * sizes (ascending, each the slowest rank's median time): the longest run of consecutive sizes
+ * at which they were faster (of runs as long, the one at larger sizes), bounded halfway
+ * (geometrically) to the measured sizes on either side where they were not. *min_bytes: its
+ * first byte count (SIZE_MAX: no such run); *max_bytes: its last (0: no limit, the run reaches
+ * the largest size). */
+void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const double *cma_us, int n,
+                         size_t *min_bytes, size_t *max_bytes);
+
 /* A small cache of chosen plans per communicator, keyed by (count, esize, device); the rest
  * of the shape is fixed for a communicator. */
 #define NVF_PLAN_CACHE_SIZE 32

@@ -130,6 +130,11 @@ int mca_coll_nvfabric_register_params(void)
              &nvf_cma_min, cfg->cma_min_bytes);
     reg_size("cma_max", "Messages up to this many bytes use the single-copy path (0: no limit)",
              &nvf_cma_max, cfg->cma_max_bytes);
+    reg_bool("cma_tune",
+             "Single-node communicators measure, at their first call of 64 KiB or more, between "
+             "which sizes the single-copy path beats the segment path, and use that instead of "
+             "cma_min and cma_max (off where either is set)",
+             &cfg->cma_tune);
     return OMPI_SUCCESS;
 }
 
@@ -147,6 +152,15 @@ int mca_coll_nvfabric_check_params(void)
     cfg->inter_slot_bytes = nvf_inter_slot;
     cfg->cma_min_bytes = nvf_cma_min;
     cfg->cma_max_bytes = nvf_cma_max;
+    /* a cma_min or cma_max the user chose is not measured over */
+    static const char *const window[] = {"cma_min", "cma_max"};
+    for (int i = 0; i < 2; i++) {
+        mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+        int vari = mca_base_var_find("ompi", "coll", "nvfabric", window[i]);
+        if (vari >= 0 && mca_base_var_get_value(vari, NULL, &source, NULL) == OPAL_SUCCESS &&
+            source != MCA_BASE_VAR_SOURCE_DEFAULT)
+            cfg->cma_tune = false;
+    }
 
     if (nvf_parse_host_mode(c->host_mode_text, &cfg->host_mode) != NVF_OK) {
         snprintf(err, sizeof(err), "host=%s: must be auto, on or off",

@@ -4,6 +4,8 @@
  * give the same bits. Values are also checked against the rank-order sequential reduction
  * within a relative bound (n * eps * sum of magnitudes), which any reduction order satisfies.
  * Sizes cover the one-shot, two-shot and pipelined plans; float and double SUM and PROD.
+ * Prints a digest of every result, so that runs with different settings can be compared: where
+ * a setting may change only speed (the single-copy path or not), the digests must be equal.
  */
 #include "nvf_mpi_test.h"
 
@@ -36,6 +38,7 @@ int main(int argc, char **argv)
     const nvf_op_t ops[] = {NVF_OP_SUM, NVF_OP_PROD};
     long failures = 0, runs = 0;
     unsigned long long seed = 99;
+    uint64_t digest = 0;
     nvf_pvars_t before, after;
     nvf_pvars_read(&before);
     for (int t = 0; t < 2; t++)
@@ -66,9 +69,10 @@ int main(int argc, char **argv)
                                 rank, types[t] == MPI_FLOAT ? "float" : "double",
                                 nvf_ref_op_name(ops[o]), n, rep);
                     }
-                    if (rep == 0)
+                    if (rep == 0) {
                         first = h;
-                    else if (h != first) {
+                        digest = digest * 1099511628211ULL ^ h;
+                    } else if (h != first) {
                         failures++;
                         fprintf(stderr, "FAIL rank %d: n=%zu: repeat %d gave other bits\n", rank, n,
                                 rep);
@@ -106,9 +110,9 @@ int main(int argc, char **argv)
     long total = nvf_sum_world(failures);
     unsigned long long handled = after.v[NVF_PV_CALLS_HANDLED] - before.v[NVF_PV_CALLS_HANDLED];
     if (rank == 0)
-        printf(
-            "bitwise: %d ranks, %ld checked calls, %ld failures, %llu calls handled by nvfabric\n",
-            size, runs, total, handled);
+        printf("bitwise: %d ranks, %ld checked calls, %ld failures, %llu calls handled by "
+               "nvfabric, digest %016llx\n",
+               size, runs, total, handled, (unsigned long long)digest);
     nvf_pvars_close();
     MPI_Finalize();
     return total ? 1 : 0;

@@ -22,7 +22,7 @@ echo "$out" | grep -q 'plan hier:even+cma' || nvf_fail "hierarchical single copi
 echo "$out" | grep '^stress:'
 # one valgrind record = lines between blank lines of the same pid's log; it is ours if a frame
 # is in the component (its .so, or a source file of mca/, coll_nvfabric/ or ucx_glue/)
-ours='mca_coll_nvfabric[.]so|[(](coll_nvfabric_[a-z_]+|nvf_(comm|sched|shm|topo|plan|inter|rail|reduce_host|dtype|config|log|memkind|cma|stage)|nvf_ucx[a-z_]*|nvf_cuda[a-z_]*)[.]c:'
+ours='mca_coll_nvfabric[.]so|[(](coll_nvfabric_[a-z_]+|nvf_(comm|sched|shm|topo|plan|inter|rail|reduce_host|dtype|config|log|memkind|cma|cma_tune|stage)|nvf_ucx[a-z_]*|nvf_cuda[a-z_]*)[.]c:'
 bad=0
 for f in "$logdir"/vg.*.log; do
     n=$(awk -v ours="$ours" '/^==[0-9]+== *$/ { if (rec ~ ours && rec ~ /(Invalid|uninitialised|definitely lost|Conditional|Syscall param)/) { print rec; c++ } rec=""; next } { rec = rec "\n" $0 } END { print c+0 > "/dev/stderr" }' "$f" 2>"$f.count" >"$f.ours")

@@ -6,11 +6,14 @@
  * copies from cma_min where the ranks can use them (one node, or nodes alike). The plan's
  * predicted time is the model's time for that plan; a pipelined hierarchical plan on host
  * memory overlaps its stages unless a host has more ranks than CPUs (then the stages add up).
+ * The measured single-copy window is the longest run of sizes at which the single copies won
+ * (against a brute-force search over random measurements), bounded halfway to its neighbours.
  */
 #include "coll_nvfabric/nvf_plan.h"
 #include "nvf_test.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static nvf_plan_shape_t shape(size_t bytes, int local_size, int nnodes, bool uniform)
@@ -119,6 +122,73 @@ static void check_cores_shared(const nvf_config_t *cfg0)
     }
 }
 
+/* The window the slow way: every maximal run of wins, the longest (then the later) kept; its
+ * first and last index, or -1 where the single copies never won. */
+static void window_reference(const double *seg, const double *cma, int n, int *first, int *last)
+{
+    *first = *last = -1;
+    for (int i = 0; i < n; i++)
+        for (int j = i; j < n; j++) {
+            bool run = (i == 0 || !(cma[i - 1] < seg[i - 1])) &&
+                       (j == n - 1 || !(cma[j + 1] < seg[j + 1]));
+            for (int k = i; k <= j; k++)
+                run = run && cma[k] < seg[k];
+            if (run && (*first < 0 || j - i >= *last - *first)) {
+                *first = i;
+                *last = j;
+            }
+        }
+}
+
+static void check_cma_window(void)
+{
+    const size_t sizes[5] = {65536, 262144, 1048576, 4194304, 16777216};
+    const double seg[5] = {7, 24, 130, 570, 2300};
+    const struct {
+        double cma[5];
+        size_t min, max;
+    } cases[] = {
+        {{5, 14, 82, 443, 1895}, 65536, 0},        /* faster everywhere: no limit */
+        {{9, 30, 82, 443, 1895}, 524289, 0},       /* from halfway between 256 KiB and 1 MiB */
+        {{5, 14, 82, 443, 2500}, 65536, 8388608},  /* up to halfway to 16 MiB */
+        {{5, 30, 82, 443, 2500}, 524289, 8388608}, /* 1 and 4 MiB: longer than 64 KiB alone */
+        {{5, 14, 130, 443, 1895}, 2097153, 0},     /* two runs as long: the later */
+        {{7, 24, 130, 570, 2300}, SIZE_MAX, 0},    /* a tie is no win */
+        {{9, 30, 140, 600, 2299.9}, 8388609, 0},   /* the largest only */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t min, max;
+        nvf_plan_cma_window(sizes, seg, cases[c].cma, 5, &min, &max);
+        CHECK(min == cases[c].min && max == cases[c].max,
+              "window case %zu: %zu..%zu, want %zu..%zu", c, min, max, cases[c].min, cases[c].max);
+    }
+    /* random measurements: the window holds exactly the reference run's sizes */
+    unsigned long long rng = 12345;
+    for (int t = 0; t < 3000; t++) {
+        int n = 1 + (int)(nvf_test_rand(&rng) % 5);
+        double s[5], m[5];
+        for (int i = 0; i < n; i++) {
+            s[i] = (double)(1 + nvf_test_rand(&rng) % 1000);
+            m[i] = (double)(1 + nvf_test_rand(&rng) % 1000);
+        }
+        size_t min, max;
+        nvf_plan_cma_window(sizes, s, m, n, &min, &max);
+        int first, last;
+        window_reference(s, m, n, &first, &last);
+        if (first < 0) {
+            CHECK(min == SIZE_MAX, "random window %d: never won, yet from %zu", t, min);
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            bool in = sizes[i] >= min && (max == 0 || sizes[i] <= max);
+            CHECK(in == (i >= first && i <= last), "random window %d: size %zu %s the window", t,
+                  sizes[i], in ? "in" : "not in");
+        }
+        CHECK((max == 0) == (last == n - 1), "random window %d: limit %zu, run ends at %d of %d", t,
+              max, last, n);
+    }
+}
+
 int main(void)
 {
     nvf_config_t cfg;
@@ -168,6 +238,7 @@ int main(void)
     }
 
     check_cores_shared(&cfg);
+    check_cma_window();
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);
