@@ -6,6 +6,8 @@
 #include "nvf_dtype.h"
 #include "nvf_op_defs.h"
 
+#include <float.h>
+
 static const size_t nvf_dtype_sizes[NVF_DTYPE_COUNT] = {
     [NVF_DTYPE_INT8] = sizeof(int8_t),
     [NVF_DTYPE_UINT8] = sizeof(uint8_t),
@@ -54,6 +56,34 @@ static const unsigned char nvf_pair_where[NVF_OP_COUNT][NVF_DTYPE_COUNT] = {
 size_t nvf_dtype_size(nvf_dtype_t dt)
 {
     return (dt >= 0 && dt < NVF_DTYPE_COUNT) ? nvf_dtype_sizes[dt] : 0;
+}
+
+/* The pair types' gaps follow from their layout; long double's from its format (x87: a 64-bit
+ * significand in 10 bytes of a 12- or 16-byte object). */
+#define NVF_PAIR_GAPS(T) (sizeof(T) > sizeof(((T *)0)->v) + sizeof(((T *)0)->k))
+#define NVF_LDBL_GAPS (LDBL_MANT_DIG == 64 && sizeof(long double) > 10)
+
+bool nvf_dtype_has_gaps(nvf_dtype_t dt)
+{
+    switch (dt) {
+    case NVF_DTYPE_LONG_DOUBLE:
+    case NVF_DTYPE_LONG_DOUBLE_COMPLEX:
+        return NVF_LDBL_GAPS;
+    case NVF_DTYPE_FLOAT_INT:
+        return NVF_PAIR_GAPS(nvf_float_int_t);
+    case NVF_DTYPE_DOUBLE_INT:
+        return NVF_PAIR_GAPS(nvf_double_int_t);
+    case NVF_DTYPE_LONG_INT:
+        return NVF_PAIR_GAPS(nvf_long_int_t);
+    case NVF_DTYPE_INT_INT:
+        return NVF_PAIR_GAPS(nvf_int_int_t);
+    case NVF_DTYPE_SHORT_INT:
+        return NVF_PAIR_GAPS(nvf_short_int_t);
+    case NVF_DTYPE_LONG_DOUBLE_INT:
+        return true; /* long double, then int: never a multiple of the alignment without a gap */
+    default:
+        return false;
+    }
 }
 
 const char *nvf_dtype_name(nvf_dtype_t dt)

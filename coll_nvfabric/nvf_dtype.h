@@ -73,6 +73,9 @@ typedef enum nvf_op {
 
 /* Size in bytes of one element (the C type's sizeof, padding included). 0 for an invalid id. */
 size_t nvf_dtype_size(nvf_dtype_t dt);
+/* Whether an element has bytes that are not part of its value (the gap after a pair type's
+ * value or index, an x87 long double's six unused bytes). A reduction writes only value bytes. */
+bool nvf_dtype_has_gaps(nvf_dtype_t dt);
 const char *nvf_dtype_name(nvf_dtype_t dt);
 const char *nvf_op_name(nvf_op_t op);
 /* Whether MPI defines `op` on `dt` (MPI-4.0 section 6.9.2) and the engine implements it. */

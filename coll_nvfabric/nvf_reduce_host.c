@@ -76,7 +76,10 @@ nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op)
 #define NVF_REDUCE_PIECE_BYTES 8192
 
 /* out2: NULL or a second destination. staged: each piece is reduced into a private buffer and
- * copied to out from there (out may then be any of the sources). */
+ * copied to out from there (out may then be any of the sources). The loops write only value
+ * bytes, so for types with gaps the private piece starts as a copy of out's: the gaps copied
+ * back are out's own, never whatever the stack held (uninitialised bytes that would then go to
+ * peers through process_vm_writev, and differ between ranks). */
 static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
                           const void *const *src, int n, size_t count, bool staged)
 {
@@ -87,10 +90,13 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
     size_t piece = NVF_REDUCE_PIECE_BYTES / esize;
     if (piece == 0)
         piece = 1;
+    const bool seed_gaps = staged && nvf_dtype_has_gaps(dt);
     for (size_t first = 0; first < count; first += piece) {
         size_t len = count - first < piece ? count - first : piece;
         size_t off = first * esize;
         char *o = staged ? piece_buf : (char *)out + off;
+        if (seed_gaps)
+            memcpy(o, (char *)out + off, len * esize);
         if (n == 1) {
             if (o != (const char *)src[0] + off)
                 memcpy(o, (const char *)src[0] + off, len * esize);

@@ -5,6 +5,8 @@
 #include "nvf_ref.h"
 
 #include <complex.h>
+#include <float.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,6 +120,55 @@ size_t nvf_ref_size(nvf_dtype_t dt)
         return 0;
     }
 }
+
+/* Value bytes of one long double from its format: x87 (64-bit significand) uses 10. */
+static size_t ldbl_value_bytes(void)
+{
+    return LDBL_MANT_DIG == 64 ? 10 : sizeof(long double);
+}
+
+#define MARK_PAIR(T)                                                                               \
+    do {                                                                                           \
+        memset(mask + offsetof(T, v), 1, sizeof(((T *)0)->v));                                     \
+        memset(mask + offsetof(T, k), 1, sizeof(((T *)0)->k));                                     \
+    } while (0)
+
+void nvf_ref_value_bytes(nvf_dtype_t dt, unsigned char *mask)
+{
+    size_t size = nvf_ref_size(dt);
+    memset(mask, 0, size);
+    switch (dt) {
+    case NVF_DTYPE_LONG_DOUBLE:
+        memset(mask, 1, ldbl_value_bytes());
+        break;
+    case NVF_DTYPE_LONG_DOUBLE_COMPLEX:
+        memset(mask, 1, ldbl_value_bytes());
+        memset(mask + sizeof(long double), 1, ldbl_value_bytes());
+        break;
+    case NVF_DTYPE_FLOAT_INT:
+        MARK_PAIR(f_i);
+        break;
+    case NVF_DTYPE_DOUBLE_INT:
+        MARK_PAIR(d_i);
+        break;
+    case NVF_DTYPE_LONG_INT:
+        MARK_PAIR(l_i);
+        break;
+    case NVF_DTYPE_INT_INT:
+        MARK_PAIR(i_i);
+        break;
+    case NVF_DTYPE_SHORT_INT:
+        MARK_PAIR(s_i);
+        break;
+    case NVF_DTYPE_LONG_DOUBLE_INT:
+        memset(mask + offsetof(ld_i, v), 1, ldbl_value_bytes());
+        memset(mask + offsetof(ld_i, k), 1, sizeof(int));
+        break;
+    default:
+        memset(mask, 1, size);
+    }
+}
+#undef MARK_PAIR
 
 /* Uniform in [lo, hi], computed in unsigned arithmetic (hi - lo may not fit a long long). */
 static long long rnd_range(unsigned long long *s, long long lo, long long hi)

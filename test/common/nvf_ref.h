@@ -28,6 +28,9 @@ typedef enum { NVF_REF_EXACT, NVF_REF_RANDOM } nvf_ref_mode_t;
 bool nvf_ref_mpi_defines(nvf_dtype_t dt, nvf_op_t op);
 /* The C sizeof of one element. */
 size_t nvf_ref_size(nvf_dtype_t dt);
+/* mask[b] = 1 where byte b of an element is part of its value, 0 in its gaps (a pair type's
+ * padding, an x87 long double's unused bytes); mask holds nvf_ref_size(dt) bytes. */
+void nvf_ref_value_bytes(nvf_dtype_t dt, unsigned char *mask);
 /* Fill n elements from the stream `seed` (same seed, same values, on every rank). */
 void nvf_ref_fill(nvf_dtype_t dt, nvf_op_t op, nvf_ref_mode_t mode, void *buf, size_t n,
                   unsigned long long seed);
