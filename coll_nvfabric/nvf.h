@@ -91,6 +91,10 @@ typedef struct nvf_config {
     bool cma_tune;           /* single-node communicators measure where the single copies win,
                               * at their first call of 64 KiB or more, and use that instead of
                               * cma_min/max (mca/ turns it off where either is set) */
+    bool stream_enable;      /* host results written into receive buffers with streaming stores
+                              * (nvf_copy_stream) from stream_min_bytes ... */
+    size_t stream_min_bytes; /* ... (0: auto, from the last-level cache and the node's ranks:
+                              * nvf_plan_stream_min) */
 } nvf_config_t;
 
 void nvf_config_init_defaults(nvf_config_t *cfg);

@@ -71,7 +71,9 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
                               .nnodes = 1,
                               .uniform = true,
                               .cma = true,
-                              .cores_shared = c->cores_shared};
+                              .cores_shared = c->cores_shared,
+                              .llc_bytes = c->llc_bytes,
+                              .node_cpus = c->node_cpus};
     nvf_config_t cfgs[2] = {c->cfg, c->cfg};
     cfgs[0].cma_min_bytes = SIZE_MAX; /* path 0: through the segment */
     cfgs[1].cma_min_bytes = 0;        /* path 1: single copies */

@@ -9,6 +9,7 @@
  */
 #include "nvf_internal.h"
 #include "nvf_cma.h"
+#include "nvf_copy.h"
 #include "nvf_log.h"
 
 #include <errno.h>
@@ -180,7 +181,9 @@ static nvf_status_t setup(nvf_comm_t *c)
     }
     st = nvf_topo_build(&c->topo, c->oob.rank, c->oob.size, keys, cfg->virtual_node_size);
     c->cores_shared = any_host_oversubscribed(c->oob.size, keys, masks);
+    c->llc_bytes = nvf_llc_bytes();
     const int ncpu = st == NVF_OK ? node_cpus(&c->topo, masks) : 0;
+    c->node_cpus = ncpu;
     free(keys);
     free(masks);
     if (st != NVF_OK)
@@ -305,12 +308,21 @@ static nvf_status_t setup(nvf_comm_t *c)
             return all;
         }
     }
-    nvf_log(1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s",
-            t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank,
-            t->local_size, c->shm.size, c->have_rail ? ", UCX rail connected" : "",
-            c->cma ? ", single-copy (CMA) path available" : "",
-            c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)"
-                            : "");
+    const nvf_plan_shape_t host_shape = {
+        .local_size = t->max_local, .llc_bytes = c->llc_bytes, .node_cpus = c->node_cpus};
+    const size_t stream_min = nvf_plan_stream_min(cfg, &host_shape);
+    char stream_text[96] = ", results into recvbuf without streaming stores";
+    if (stream_min != SIZE_MAX)
+        snprintf(stream_text, sizeof(stream_text),
+                 ", results streamed into recvbuf from %zu bytes (last-level cache %zu bytes)",
+                 stream_min, c->llc_bytes);
+    nvf_log(
+        1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s",
+        t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank, t->local_size,
+        c->shm.size, c->have_rail ? ", UCX rail connected" : "",
+        c->cma ? ", single-copy (CMA) path available" : "",
+        c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)" : "",
+        stream_text);
     return NVF_OK;
 }
 
@@ -365,7 +377,9 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
                               .uniform = c->topo.uniform,
                               .device = false,
                               .cma = c->cma,
-                              .cores_shared = c->cores_shared};
+                              .cores_shared = c->cores_shared,
+                              .llc_bytes = c->llc_bytes,
+                              .node_cpus = c->node_cpus};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (report != NULL) {
@@ -376,8 +390,9 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         report->predicted_us = plan->predicted_us;
     }
     if (nvf_log_level() >= 2)
-        nvf_log(2, "rank %d: %zu x %s %s: plan %s, %zu-element blocks, depth %d, model %.2f us",
+        nvf_log(2, "rank %d: %zu x %s %s: plan %s, %zu-element blocks, depth %d, model %.2f us%s",
                 c->topo.rank, count, nvf_dtype_name(dt), nvf_op_name(op), plan->name,
-                plan->block_elems, plan->depth, plan->predicted_us);
+                plan->block_elems, plan->depth, plan->predicted_us,
+                plan->stream ? ", results streamed" : "");
     return st;
 }

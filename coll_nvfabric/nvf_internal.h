@@ -33,6 +33,8 @@ struct nvf_comm {
     char *stage;        /* private host block for the staged device path (made on first use) */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
+    size_t llc_bytes;   /* this host's last-level cache (0: unknown), for plan->stream */
+    int node_cpus;      /* CPUs my node's ranks may run on together (0: unknown) */
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     bool cma_tune_pending; /* the single-copy crossover is still to be measured (nvf_cma_tune) */

@@ -141,7 +141,37 @@ static size_t block_candidate(const nvf_config_t *cfg, const nvf_plan_shape_t *s
     return be ? be : 1;
 }
 
+/* Assumed where the host does not say how large its last-level cache is. */
+#define NVF_LLC_DEFAULT_BYTES (32u << 20)
+
+size_t nvf_plan_stream_min(const nvf_config_t *cfg, const nvf_plan_shape_t *sh)
+{
+    if (!cfg->stream_enable || sh->device)
+        return SIZE_MAX;
+    if (cfg->stream_min_bytes != 0)
+        return cfg->stream_min_bytes;
+    const size_t llc = sh->llc_bytes != 0 ? sh->llc_bytes : NVF_LLC_DEFAULT_BYTES;
+    /* measured (2026-12-07, AMD VM, 32 MiB L3): 2 ranks gained from 4 MiB and lost at 1-2 MiB;
+     * 4 ranks on its 2 CPUs lost at 1-2 MiB too: the ranks waiting for a core hold no lines */
+    int running = sh->local_size;
+    if (sh->node_cpus > 0 && sh->node_cpus < running)
+        running = sh->node_cpus;
+    return llc / (4 * (size_t)(running > 1 ? running : 1));
+}
+
+static void choose_alg(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan);
+
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan)
+{
+    choose_alg(cfg, sh, plan);
+    /* the plans that copy results out of the segment into the receive buffer (the single-copy
+     * two-shot reduces straight into it and sends it on from there; one-shot is small) */
+    const bool copies_out =
+        (plan->alg == NVF_ALG_TWOSHOT && !plan->cma) || plan->alg == NVF_ALG_HIER;
+    plan->stream = copies_out && sh->count * sh->esize >= nvf_plan_stream_min(cfg, sh);
+}
+
+static void choose_alg(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan)
 {
     const size_t bytes = sh->count * sh->esize;
     memset(plan, 0, sizeof(*plan));

@@ -35,6 +35,7 @@ typedef struct nvf_plan {
     size_t block_elems; /* elements per pipeline block */
     int depth;          /* blocks in flight */
     bool cma;           /* two-shot by single copies (CMA) when every local rank has host buffers */
+    bool stream;        /* copies of the result into host receive buffers use streaming stores */
     double predicted_us;
     const char *name; /* static, e.g. "hier:even+ring" */
 } nvf_plan_t;
@@ -51,9 +52,17 @@ typedef struct nvf_plan_shape {
     bool cma;          /* the node's ranks can read and write each other's memory (CMA) */
     bool cores_shared; /* some host runs more ranks than it has CPUs: a pipelined plan's stages
                         * on host memory then take turns on the cores instead of overlapping */
+    size_t llc_bytes;  /* this host's last-level cache (0: unknown) and the CPUs my node's ranks */
+    int node_cpus;     /* run on (0: unknown): they decide only plan->stream, nothing of the
+                        * protocol, so they may differ between hosts */
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
+/* The message size from which host results are streamed into receive buffers (SIZE_MAX:
+ * never): stream_min where set, else where the inputs and outputs of the node's ranks that run
+ * at once (2 x bytes x the fewer of local_size and node_cpus) reach half the last-level cache
+ * (32 MiB where it is unknown). */
+size_t nvf_plan_stream_min(const nvf_config_t *cfg, const nvf_plan_shape_t *shape);
 /* The model's time (microseconds) for `plan` on `shape`. */
 double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *shape,
                         const nvf_plan_t *plan);

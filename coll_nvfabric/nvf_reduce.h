@@ -8,6 +8,7 @@
 #define NVF_REDUCE_H
 
 #include "nvf_dtype.h"
+#include <stdbool.h>
 #include <stddef.h>
 
 /* acc[i] = op(acc[i], x[i]) for i < count. acc and x must not overlap. */
@@ -29,9 +30,10 @@ void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *
                      size_t count);
 
 /* nvf_reduce_many into out, and the same bits into out2 as well (copied piece by piece while
- * they are in L1: cheaper than a second pass). out2 must not overlap anything. */
+ * they are in L1: cheaper than a second pass; stream2: with streaming stores, nvf_copy_stream).
+ * out2 must not overlap anything. */
 void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
-                      int n, size_t count);
+                      int n, size_t count, bool stream2);
 
 /* nvf_reduce_many where out may also be one of src[1..n-1] (an in-place result over a later
  * operand): each piece is reduced into a small private buffer, then copied to out. */

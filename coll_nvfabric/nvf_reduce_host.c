@@ -5,6 +5,7 @@
  */
 #include "nvf_reduce.h"
 #include "nvf_op_defs.h"
+#include "nvf_copy.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -75,12 +76,12 @@ nvf_reduce3_fn_t nvf_reduce3_fn(nvf_dtype_t dt, nvf_op_t op)
 /* Piece size for nvf_reduce_many: small enough that the partial result stays in L1. */
 #define NVF_REDUCE_PIECE_BYTES 8192
 
-/* out2: NULL or a second destination. staged: each piece is reduced into a private buffer and
- * copied to out from there (out may then be any of the sources). The loops write only value
- * bytes, so for types with gaps the private piece starts as a copy of out's: the gaps copied
- * back are out's own, never whatever the stack held (uninitialised bytes that would then go to
- * peers through process_vm_writev, and differ between ranks). */
-static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
+/* out2: NULL or a second destination (stream2: written with streaming stores). staged: each piece
+ * is reduced into a private buffer and copied to out from there (out may then be any of the
+ * sources). The loops write only value bytes, so for types with gaps the private piece starts as a
+ * copy of out's: the gaps copied back are out's own, never whatever the stack held (uninitialised
+ * bytes that would then go to peers through process_vm_writev, and differ between ranks). */
+static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, bool stream2,
                           const void *const *src, int n, size_t count, bool staged)
 {
     _Alignas(64) char piece_buf[NVF_REDUCE_PIECE_BYTES];
@@ -107,7 +108,9 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
         }
         if (staged)
             memcpy((char *)out + off, o, len * esize);
-        if (out2 != NULL)
+        if (out2 != NULL && stream2)
+            nvf_copy_stream((char *)out2 + off, o, len * esize);
+        else if (out2 != NULL)
             memcpy((char *)out2 + off, o, len * esize);
     }
 }
@@ -115,13 +118,13 @@ static void reduce_pieces(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2,
 void nvf_reduce_many(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
                      size_t count)
 {
-    reduce_pieces(dt, op, out, NULL, src, n, count, false);
+    reduce_pieces(dt, op, out, NULL, false, src, n, count, false);
 }
 
 void nvf_reduce_many2(nvf_dtype_t dt, nvf_op_t op, void *out, void *out2, const void *const *src,
-                      int n, size_t count)
+                      int n, size_t count, bool stream2)
 {
-    reduce_pieces(dt, op, out, out2, src, n, count, false);
+    reduce_pieces(dt, op, out, out2, stream2, src, n, count, false);
 }
 
 void nvf_reduce_many_over(nvf_dtype_t dt, nvf_op_t op, void *out, const void *const *src, int n,
@@ -130,5 +133,5 @@ void nvf_reduce_many_over(nvf_dtype_t dt, nvf_op_t op, void *out, const void *co
     bool aliased = false;
     for (int k = 1; k < n; k++)
         aliased = aliased || out == src[k];
-    reduce_pieces(dt, op, out, NULL, src, n, count, aliased);
+    reduce_pieces(dt, op, out, NULL, false, src, n, count, aliased);
 }

@@ -18,7 +18,9 @@
  * copy-in and reduction and block k-1's copy-out. Waits are tests in one loop that spins,
  * drives UCX, and yields the core after cfg.spin_before_yield idle rounds (oversubscribed runs).
  * Device buffers (the staged device path) go through the segment with CUDA copies: the input is
- * copied whole into the input slot, the result out of the segment.
+ * copied whole into the input slot, the result out of the segment. Plans for large messages
+ * (plan->stream) write results into a host recvbuf with streaming stores (nvf_copy.h): nobody
+ * reads it before the call returns, and the inputs stay in the cache.
  * With one rank per node (the direct plan) there is nothing to do within a node: the rail's
  * allreduce runs alone, reading the send buffer and writing the receive buffer.
  */
@@ -26,6 +28,7 @@
 #include "nvf_log.h"
 #include "nvf_cma.h"
 #include "nvf_reduce.h"
+#include "nvf_copy.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -102,9 +105,19 @@ typedef struct run {
     bool in_dev;  /* the input is device memory: copied whole into my input slot */
     bool out_dev; /* the output is device memory: the result is copied out of the segment */
     bool cma;     /* single copies: peers' inputs read and my results written by CMA */
+    bool stream;  /* results into a host recvbuf with streaming stores */
     nvf_inter_op_t iop;
     bool iop_started;
 } run_t;
+
+/* Result bytes into my (host) receive buffer. */
+static void copy_out(const run_t *r, char *dst, const char *src, size_t len)
+{
+    if (r->stream)
+        nvf_copy_stream(dst, src, len);
+    else
+        memcpy(dst, src, len);
+}
 
 /* My finished part of block b (at res) into every peer's receive buffer. */
 static nvf_status_t cma_scatter(run_t *r, const blk_t *b, const char *res)
@@ -251,7 +264,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
                 nvf_reduce_many(r->dt, r->op, res, srcs, r->L, b->hi - b->lo);
             } else { /* final: into the result slot for the others, and into my recvbuf */
                 nvf_reduce_many2(r->dt, r->op, res, r->out + (b->first + b->lo) * e, srcs, r->L,
-                                 b->hi - b->lo);
+                                 b->hi - b->lo, r->stream);
             }
         }
         if (oneshot)
@@ -285,7 +298,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
             return NVF_OK;
         if (r->cma && r->hier && b->hi > b->lo) { /* my finished part, to everyone */
             const char *res = nvf_shm_res(shm, b->set) + b->lo * e;
-            memcpy(r->out + (b->first + b->lo) * e, res, (b->hi - b->lo) * e);
+            copy_out(r, r->out + (b->first + b->lo) * e, res, (b->hi - b->lo) * e);
             nvf_status_t st = cma_scatter(r, b, res);
             if (st != NVF_OK)
                 return st;
@@ -310,10 +323,10 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
                 if (st != NVF_OK)
                     return st;
             } else if (r->hier) {
-                memcpy(out, res, b->n * e);
+                copy_out(r, out, res, b->n * e);
             } else { /* my own part is in recvbuf already */
-                memcpy(out, res, b->lo * e);
-                memcpy(out + b->hi * e, res + b->hi * e, (b->n - b->hi) * e);
+                copy_out(r, out, res, b->lo * e);
+                copy_out(r, out + b->hi * e, res + b->hi * e, (b->n - b->hi) * e);
             }
         }
         publish(&mine->done_seq, b->seq);
@@ -399,6 +412,7 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
     r.hier = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
     r.in_dev = in_dev;
     r.out_dev = out_dev;
+    r.stream = plan->stream && !out_dev;
 
     size_t blk_elems = plan->block_elems;
     if (blk_elems * r.esize > shm->block_bytes)
@@ -496,5 +510,7 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
             }
         }
     }
+    if (r.stream) /* the streamed result is ordered before whatever the caller does next */
+        nvf_copy_stream_fence();
     return NVF_OK;
 }

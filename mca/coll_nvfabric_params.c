@@ -16,7 +16,7 @@
 
 /* Storage for size parameters: MCA has no size_t type in every version, use unsigned long. */
 static unsigned long nvf_host_auto_min, nvf_one_shot_max, nvf_shm_block, nvf_inter_rd_max,
-    nvf_inter_slot, nvf_cma_min, nvf_cma_max;
+    nvf_inter_slot, nvf_cma_min, nvf_cma_max, nvf_stream_min;
 
 static void reg_int(const char *name, const char *help, int *storage, int level)
 {
@@ -135,6 +135,15 @@ int mca_coll_nvfabric_register_params(void)
              "which sizes the single-copy path beats the segment path, and use that instead of "
              "cma_min and cma_max (off where either is set)",
              &cfg->cma_tune);
+    reg_bool("stream",
+             "Write results into host receive buffers with streaming (non-temporal) stores from "
+             "stream_min bytes: no read of each line before it is written, and the inputs stay "
+             "in the cache",
+             &cfg->stream_enable);
+    reg_size("stream_min",
+             "Messages from this many bytes stream their results (0: auto, where the node's "
+             "ranks' inputs and outputs together exceed half the last-level cache)",
+             &nvf_stream_min, cfg->stream_min_bytes);
     return OMPI_SUCCESS;
 }
 
@@ -152,6 +161,7 @@ int mca_coll_nvfabric_check_params(void)
     cfg->inter_slot_bytes = nvf_inter_slot;
     cfg->cma_min_bytes = nvf_cma_min;
     cfg->cma_max_bytes = nvf_cma_max;
+    cfg->stream_min_bytes = nvf_stream_min;
     /* a cma_min or cma_max the user chose is not measured over */
     static const char *const window[] = {"cma_min", "cma_max"};
     for (int i = 0; i < 2; i++) {

@@ -19,6 +19,17 @@ for np in 3 4; do
     nvf_mpirun $np --mca coll_nvfabric_host on --mca coll_nvfabric_cma_oversubscribed 1 \
         --mca coll_nvfabric_cma_min 1024 "$prog" --expect engine --level quick || nvf_fail "$np ranks, CMA"
 done
+echo "== 2 and 3 ranks, results streamed into recvbuf at every two-shot size (stream_min 1)"
+for np in 2 3; do
+    out=$(nvf_mpirun $np --mca coll_nvfabric_host on --mca coll_nvfabric_cma 0 \
+        --mca coll_nvfabric_stream_min 1 --mca coll_nvfabric_verbose 1 "$prog" --expect engine \
+        --level quick 2>&1) || nvf_fail "$np ranks, streamed: $out"
+    n=$(echo "$out" | grep -c 'results streamed into recvbuf from 1 bytes')
+    [ "$n" -ge $np ] || nvf_fail "$np ranks: streaming not on ($n ranks say so): $out"
+done
+echo "== 2 ranks, streaming off"
+nvf_mpirun 2 --mca coll_nvfabric_host on --mca coll_nvfabric_stream 0 "$prog" --expect engine \
+    --level quick || nvf_fail "2 ranks, streaming off"
 if [ "$(nproc)" -ge 2 ]; then
     # each rank bound to its own core sees one CPU in its own mask; the node's ranks together
     # are not oversubscribed, so the single-copy path must be on (and give the same results)

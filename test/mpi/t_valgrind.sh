@@ -18,19 +18,20 @@ NVF_TIMEOUT=900 nvf_mpirun 2 --mca coll_nvfabric_host on $vg "$NVF_BUILD/test/mp
 # every byte valgrind checks (in place over a padded type this once sent stack garbage)
 NVF_TIMEOUT=900 nvf_mpirun 2 --mca coll_nvfabric_host on --mca coll_nvfabric_cma_min 1024 $vg \
     "$NVF_BUILD/test/mpi/stress" 150 20000 || nvf_fail "stress with single copies under valgrind failed"
-NVF_TIMEOUT=900 nvf_mpirun 3 --mca coll_nvfabric_host on $vg "$NVF_BUILD/test/mpi/pvar_probe" ||
-    nvf_fail "pvar_probe under valgrind failed"
+# 3 ranks (oversubscribed: through the segment), results streamed into recvbuf at every size
+NVF_TIMEOUT=900 nvf_mpirun 3 --mca coll_nvfabric_host on --mca coll_nvfabric_stream_min 1 $vg \
+    "$NVF_BUILD/test/mpi/pvar_probe" || nvf_fail "pvar_probe under valgrind failed"
 # the hierarchical plan (2 x 2 virtual nodes, UCX over tcp) with its intra-node stage by single
-# copies, forced on: the plan must be named in the verbose output
+# copies, forced on, its results streamed: the plan must be named in the verbose output
 out=$(UCX_TLS=tcp NVF_TIMEOUT=900 nvf_mpirun 4 --mca coll_nvfabric_host on \
     --mca coll_nvfabric_virtual_node_size 2 --mca coll_nvfabric_cma_oversubscribed 1 \
-    --mca coll_nvfabric_cma_min 1024 --mca coll_nvfabric_verbose 2 $vg \
+    --mca coll_nvfabric_cma_min 1024 --mca coll_nvfabric_stream_min 1 --mca coll_nvfabric_verbose 2 $vg \
     "$NVF_BUILD/test/mpi/stress" 60 20000 2>&1) || nvf_fail "hierarchical stress under valgrind failed: $out"
 echo "$out" | grep -q 'plan hier:even+cma' || nvf_fail "hierarchical single copies not used: $out"
 echo "$out" | grep '^stress:'
 # one valgrind record = lines between blank lines of the same pid's log; it is ours if a frame
 # is in the component (its .so, or a source file of mca/, coll_nvfabric/ or ucx_glue/)
-ours='mca_coll_nvfabric[.]so|[(](coll_nvfabric_[a-z_]+|nvf_(comm|sched|shm|topo|plan|inter|rail|reduce_host|dtype|config|log|memkind|cma|cma_tune|stage)|nvf_ucx[a-z_]*|nvf_cuda[a-z_]*)[.]c:'
+ours='mca_coll_nvfabric[.]so|[(](coll_nvfabric_[a-z_]+|nvf_(comm|sched|shm|topo|plan|inter|rail|reduce_host|copy|dtype|config|log|memkind|cma|cma_tune|stage)|nvf_ucx[a-z_]*|nvf_cuda[a-z_]*)[.]c:'
 bad=0
 for f in "$logdir"/vg.*.log; do
     n=$(awk -v ours="$ours" '/^==[0-9]+== *$/ { if (rec ~ ours && rec ~ /(Invalid|uninitialised|definitely lost|Conditional|Syscall param)/) { print rec; c++ } rec=""; next } { rec = rec "\n" $0 } END { print c+0 > "/dev/stderr" }' "$f" 2>"$f.count" >"$f.ours")

@@ -71,6 +71,13 @@ echo "$out" | grep -q 'plan hier:even+cma+' || nvf_fail "single copies: plan not
 echo "$out" | grep -v '^\[' | awk '$1 == 1048576 && $9 == 0 {ok = 1} END {exit !ok}' ||
     nvf_fail "single copies: benchmark reports wrong results: $out"
 
+echo "== 2 x 2 virtual nodes, results streamed into recvbuf at every size (stream_min 1)"
+UCX_TLS="posix,sysv,cma,self" nvf_mpirun 4 --mca coll_nvfabric_host on \
+    --mca coll_nvfabric_virtual_node_size 2 --mca coll_nvfabric_stream_min 1 "$conf" \
+    --expect engine --level quick || nvf_fail "conformance, 2 x 2, streamed"
+UCX_TLS="posix,sysv,cma,self" nvf_mpirun 4 "${cma[@]}" --mca coll_nvfabric_stream_min 1 "$conf" \
+    --expect engine --level quick || nvf_fail "conformance, 2 x 2, single copies, streamed"
+
 echo "== UCX made unusable"
 out=$(UCX_TLS=no_such_transport nvf_mpirun 4 --mca coll_nvfabric_host on \
     --mca coll_nvfabric_virtual_node_size 2 "$probe" 2>&1) || nvf_fail "probe failed: $out"

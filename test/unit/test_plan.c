@@ -8,6 +8,9 @@
  * memory overlaps its stages unless a host has more ranks than CPUs (then the stages add up).
  * The measured single-copy window is the longest run of sizes at which the single copies won
  * (against a brute-force search over random measurements), bounded halfway to its neighbours.
+ * Results stream into the receive buffer from stream_min, or (auto) from where the inputs and
+ * outputs of the node's ranks that run at once reach half the last-level cache, on the plans
+ * that copy results out of the segment, never on device buffers, never where streaming is off.
  */
 #include "coll_nvfabric/nvf_plan.h"
 #include "nvf_test.h"
@@ -124,6 +127,62 @@ static void check_cores_shared(const nvf_config_t *cfg0)
 
 /* The window the slow way: every maximal run of wins, the longest (then the later) kept; its
  * first and last index, or -1 where the single copies never won. */
+static void check_stream(const nvf_config_t *cfg0)
+{
+    nvf_config_t cfg = *cfg0;
+    const struct {
+        int local_size, nnodes, cpus;
+        size_t llc;
+        size_t from; /* expected auto threshold: llc / (4 x the fewer of local_size and cpus),
+                      * llc 32 MiB where unknown, cpus not counted where unknown */
+    } cases[] = {{2, 1, 2, 32u << 20, 4u << 20}, {4, 1, 0, 32u << 20, 2u << 20},
+                 {4, 1, 2, 32u << 20, 4u << 20}, {4, 1, 8, 32u << 20, 2u << 20},
+                 {3, 1, 64, 30u << 20, 2621440}, {2, 1, 2, 0, 4u << 20},
+                 {2, 2, 1, 8u << 20, 2u << 20},  {8, 4, 16, 256u << 20, 8u << 20}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        nvf_plan_shape_t sh = shape(8, cases[i].local_size, cases[i].nnodes, true);
+        sh.llc_bytes = cases[i].llc;
+        sh.node_cpus = cases[i].cpus;
+        size_t from = nvf_plan_stream_min(&cfg, &sh);
+        CHECK(from == cases[i].from, "%dx%d on %d CPUs, llc %zu: streams from %zu, expected %zu",
+              sh.nnodes, sh.local_size, sh.node_cpus, cases[i].llc, from, cases[i].from);
+        const size_t sizes[] = {from - 4, from, from + 4, 64u << 20};
+        for (size_t s = 0; s < 4; s++) {
+            sh.count = sizes[s] / sh.esize;
+            nvf_plan_t p;
+            for (int cma = 0; cma < 2; cma++) {
+                sh.cma = cma;
+                sh.device = false;
+                nvf_plan_choose(&cfg, &sh, &p);
+                bool copies_out = (p.alg == NVF_ALG_TWOSHOT && !p.cma) || p.alg == NVF_ALG_HIER;
+                CHECK(p.stream == (copies_out && sizes[s] >= from),
+                      "%dx%d, %zu B, cma %d, plan %s: stream %d, from %zu", sh.nnodes,
+                      sh.local_size, sizes[s], cma, p.name, p.stream, from);
+                sh.device = true;
+                nvf_plan_choose(&cfg, &sh, &p);
+                CHECK(!p.stream, "device, %zu B: streams", sizes[s]);
+            }
+            sh.cma = false;
+            sh.device = false;
+            cfg.stream_enable = false;
+            nvf_plan_choose(&cfg, &sh, &p);
+            CHECK(!p.stream, "stream off, %zu B: streams", sizes[s]);
+            cfg.stream_enable = true;
+        }
+    }
+    /* stream_min set: from there, whatever the cache */
+    nvf_plan_shape_t sh = shape(100000, 2, 1, true);
+    sh.llc_bytes = 1u << 30;
+    cfg.stream_min_bytes = 100000;
+    nvf_plan_t p;
+    nvf_plan_choose(&cfg, &sh, &p);
+    CHECK(p.stream && nvf_plan_stream_min(&cfg, &sh) == 100000, "stream_min 100000: %s streams %d",
+          p.name, p.stream);
+    sh.count--;
+    nvf_plan_choose(&cfg, &sh, &p);
+    CHECK(!p.stream, "stream_min 100000, 99996 B: streams");
+}
+
 static void window_reference(const double *seg, const double *cma, int n, int *first, int *last)
 {
     *first = *last = -1;
@@ -239,6 +298,7 @@ int main(void)
 
     check_cores_shared(&cfg);
     check_cma_window();
+    check_stream(&cfg);
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);

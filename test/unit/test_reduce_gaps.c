@@ -9,10 +9,10 @@
  * For each type with gaps (found from its C layout, test/common/nvf_ref.c) and each op on it:
  * 2 and 5 inputs, counts across the loops' piece size, out of place, in place over the first
  * input and over a later one (the staged loop), and the second destination of
- * nvf_reduce_many2. Inputs' gaps hold 0x51 + input, the outputs' 0xC3 / 0xC4; the stack below
- * the call is filled with 0xEE first. Values are checked against the reference too. Run under
- * valgrind as well (test/mpi/t_valgrind.sh): a gap left uninitialised is an error there even
- * where the stack happened to hold an allowed byte.
+ * nvf_reduce_many2, written plainly and with streaming stores. Inputs' gaps hold 0x51 + input, the
+ * outputs' 0xC3 / 0xC4; the stack below the call is filled with 0xEE first. Values are checked
+ * against the reference too. Run under valgrind as well (test/mpi/t_valgrind.sh): a gap left
+ * uninitialised is an error there even where the stack happened to hold an allowed byte.
  */
 #include "coll_nvfabric/nvf_dtype.h"
 #include "coll_nvfabric/nvf_reduce.h"
@@ -62,13 +62,15 @@ static void check_gaps(nvf_dtype_t dt, nvf_op_t op, const void *buf, size_t n, s
     CHECK(1, "ok");
 }
 
-enum how { OUT_OF_PLACE, OVER_FIRST, OVER_LATER, TWO_OUTPUTS };
+enum how { OUT_OF_PLACE, OVER_FIRST, OVER_LATER, TWO_OUTPUTS, TWO_OUTPUTS_STREAMED };
 
 static void check_case(nvf_dtype_t dt, nvf_op_t op, const unsigned char *mask, int nsrc, size_t n,
                        enum how how)
 {
     static const char *const names[] = {"out of place", "in place over input 0",
-                                        "in place over the last input", "second output"};
+                                        "in place over the last input", "second output",
+                                        "second output, streamed"};
+    const bool two = how == TWO_OUTPUTS || how == TWO_OUTPUTS_STREAMED;
     const size_t es = nvf_ref_size(dt);
     void *src[8], *ref = malloc(n * es), *out = malloc(n * es), *out2 = malloc(n * es);
     for (int r = 0; r < nsrc; r++) {
@@ -92,19 +94,19 @@ static void check_case(nvf_dtype_t dt, nvf_op_t op, const unsigned char *mask, i
     scribble_stack();
     if (how == OVER_LATER)
         nvf_reduce_many_over(dt, op, out, in, nsrc, n);
-    else if (how == TWO_OUTPUTS)
-        nvf_reduce_many2(dt, op, out, out2, in, nsrc, n);
+    else if (two)
+        nvf_reduce_many2(dt, op, out, out2, in, nsrc, n, how == TWO_OUTPUTS_STREAMED);
     else
         nvf_reduce_many(dt, op, out, in, nsrc, n);
     size_t bad = nvf_ref_first_diff(dt, out, ref, n, true);
     CHECK(bad == n, "%s %s n=%zu %s: element %zu wrong", nvf_dtype_name(dt), nvf_op_name(op), n,
           names[how], bad);
     check_gaps(dt, op, out, n, es, mask, OUT_GAP, nsrc, names[how]);
-    if (how == TWO_OUTPUTS) {
+    if (two) {
         bad = nvf_ref_first_diff(dt, out2, ref, n, true);
-        CHECK(bad == n, "%s %s n=%zu second output: element %zu wrong", nvf_dtype_name(dt),
-              nvf_op_name(op), n, bad);
-        check_gaps(dt, op, out2, n, es, mask, OUT2_GAP, nsrc, "second output");
+        CHECK(bad == n, "%s %s n=%zu %s: element %zu wrong", nvf_dtype_name(dt), nvf_op_name(op), n,
+              names[how], bad);
+        check_gaps(dt, op, out2, n, es, mask, OUT2_GAP, nsrc, names[how]);
     }
     if (at >= 0)
         src[at] = orig;
@@ -141,7 +143,7 @@ int main(void)
                 continue;
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                 for (size_t s = 0; s < sizeof(nsrcs) / sizeof(nsrcs[0]); s++)
-                    for (int how = OUT_OF_PLACE; how <= TWO_OUTPUTS; how++)
+                    for (int how = OUT_OF_PLACE; how <= TWO_OUTPUTS_STREAMED; how++)
                         check_case(dt, op, mask, nsrcs[s], counts[c], (enum how)how);
         }
     }
