@@ -88,9 +88,10 @@ typedef struct nvf_config {
     bool cma_oversubscribed; /* ... also with more local ranks than cores */
     size_t cma_min_bytes;    /* single-node messages from this size ... */
     size_t cma_max_bytes;    /* ... up to this size use it (0: no limit) */
-    bool cma_tune;           /* single-node communicators measure where the single copies win,
-                              * at their first call of 64 KiB or more, and use that instead of
-                              * cma_min/max (mca/ turns it off where either is set) */
+    bool cma_tune;           /* single-node communicators measure both two-shot paths at their
+                              * first call of 64 KiB or more, then pick each call's path live
+                              * instead of by cma_min/max (mca/ turns it off where either is
+                              * set) */
     bool stream_enable;      /* host results written into receive buffers with streaming stores
                               * (nvf_copy_stream) from stream_min_bytes ... */
     size_t stream_min_bytes; /* ... (0: auto, from the last-level cache and the node's ranks:

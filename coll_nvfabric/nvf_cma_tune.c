@@ -2,13 +2,14 @@
  * nvf_cma_tune.c: where the single-copy path starts to beat the segment path, measured. At the
  * first call of NVF_CMA_TUNE_MIN_BYTES or more on a single-node communicator that has the
  * single-copy path, every rank runs both two-shot paths on scratch buffers at a ladder of sizes,
- * interleaved, and the communicator takes the window where the single copies won
- * (nvf_plan_cma_window) as its cma_min and cma_max. The two paths reduce in the same order, so
- * the choice changes speed, never bits.
+ * interleaved. What each path cost per size seeds the communicator's live choice (nvf_plan.h:
+ * from then on local rank 0 picks each call's path from these costs and its own calls' times,
+ * nvf_comm.c), since on the project's VMs the faster path changes with the machine's state. The
+ * two paths reduce in the same order, so the choice changes speed, never bits.
  *
- * Each rank remembers the answer per node size; a later communicator whose every rank
- * remembers one takes rank 0's without measuring. Every rank decides from the same gathered
- * numbers, so every rank picks the same plans.
+ * Each rank remembers the window where single copies won (nvf_plan_cma_window) per node size; a
+ * later communicator whose every rank remembers one does not measure again (its rank 0 tries
+ * each path on its first calls instead). Every rank decides from the same gathered numbers.
  */
 #include "nvf_internal.h"
 #include "nvf_log.h"
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TUNE_SIZES 5           /* 64 KiB, 256 KiB, 1 MiB, 4 MiB, 16 MiB */
 #define TUNE_REPS 5            /* timed batches per size and path; the median counts */
@@ -27,13 +27,6 @@
 /* What this process measured, per node size: the window's first byte count (0: not measured;
  * SIZE_MAX: single copies never won) and its last (0: no limit). */
 static _Atomic size_t measured_min[NVF_MAX_LOCAL + 1], measured_max[NVF_MAX_LOCAL + 1];
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
-}
 
 static int barrier(nvf_comm_t *c)
 {
@@ -93,11 +86,11 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
             for (int p = 0; p < 2 && st == NVF_OK; p++) {
                 if (barrier(c) != 0)
                     return NVF_ERR_PEER;
-                double t0 = now_us();
+                double t0 = nvf_now_us();
                 for (unsigned i = 0; i < calls && st == NVF_OK; i++)
                     st = nvf_sched_run(c, &plans[p], in, out, shape.count, NVF_DTYPE_FLOAT,
                                        NVF_OP_SUM, false, false);
-                times[(k * 2 + p) * TUNE_REPS + rep] = (now_us() - t0) / calls;
+                times[(k * 2 + p) * TUNE_REPS + rep] = (nvf_now_us() - t0) / calls;
             }
     }
     return st;
@@ -114,10 +107,20 @@ static void describe(char *buf, size_t len, size_t min, size_t max)
         snprintf(buf, len, "from %zu to %zu bytes", min, max);
 }
 
-static void use_window(nvf_comm_t *c, size_t min, size_t max)
+/* From now on local rank 0 picks each call's path (nvf_comm.c), starting from what was
+ * measured here, if anything (times: per ladder size, microseconds per call); the window no
+ * longer limits the plans. */
+static void go_live(nvf_comm_t *c, const size_t *sizes, const double *seg, const double *cma, int n)
 {
-    c->cfg.cma_min_bytes = min;
-    c->cfg.cma_max_bytes = max;
+    for (int k = 0; k < n; k++) {
+        const int cls = nvf_path_class(sizes[k]);
+        nvf_path_record(&c->paths, cls, false, seg[k], sizes[k]);
+        nvf_path_record(&c->paths, cls, true, cma[k], sizes[k]);
+        c->path_best[cls] = cma[k] < seg[k];
+    }
+    c->path_live = true;
+    c->cfg.cma_min_bytes = 0;
+    c->cfg.cma_max_bytes = 0;
 }
 
 nvf_status_t nvf_cma_tune(nvf_comm_t *c)
@@ -148,12 +151,14 @@ nvf_status_t nvf_cma_tune(nvf_comm_t *c)
         all_ready = all_ready && each[3 * r + 2] != 0;
     }
     if (st != NVF_OK || all_known || !all_ready) {
-        if (st == NVF_OK && all_known) { /* rank 0's, for all */
-            use_window(c, (size_t)each[0], (size_t)each[1]);
+        if (st == NVF_OK && all_known) { /* rank 0's, for all: a start for its live choice */
             describe(window, sizeof(window), (size_t)each[0], (size_t)each[1]);
+            go_live(c, NULL, NULL, NULL, 0);
             if (c->oob.rank == 0)
-                nvf_log(1, "rank 0: single copies %s (measured before on %d local ranks)", window,
-                        L);
+                nvf_log(1,
+                        "rank 0: single copies %s (measured before on %d local ranks); each "
+                        "path tried again on this communicator",
+                        window, L);
         } else if (st == NVF_OK) {
             nvf_log(1,
                     "rank %d: single copies not measured (out of memory on some rank): from "
@@ -170,7 +175,7 @@ nvf_status_t nvf_cma_tune(nvf_comm_t *c)
     free(each);
 
     /* 2. measure, all together; decide from everyone's numbers */
-    const double t0 = now_us();
+    const double t0 = nvf_now_us();
     st = measure(c, sizes, n, in, out, times);
     free(in);
     free(out);
@@ -200,7 +205,7 @@ nvf_status_t nvf_cma_tune(nvf_comm_t *c)
     free(all);
     size_t min, max;
     nvf_plan_cma_window(sizes, seg, cma, n, &min, &max);
-    use_window(c, min, max);
+    go_live(c, sizes, seg, cma, n);
     atomic_store_explicit(&measured_max[L], max, memory_order_relaxed);
     atomic_store_explicit(&measured_min[L], min, memory_order_release);
     if (nvf_log_level() >= 1 && c->oob.rank == 0) {
@@ -212,8 +217,8 @@ nvf_status_t nvf_cma_tune(nvf_comm_t *c)
         describe(window, sizeof(window), min, max);
         nvf_log(1,
                 "rank 0: single copies measured on %d local ranks (segment/single-copy, slowest "
-                "rank):%s used %s (%.0f ms)",
-                L, line, window, (now_us() - t0) / 1000);
+                "rank):%s single copies faster %s to start with (%.0f ms)",
+                L, line, window, (nvf_now_us() - t0) / 1000);
     }
     return NVF_OK;
 }

@@ -326,6 +326,58 @@ static nvf_status_t setup(nvf_comm_t *c)
     return NVF_OK;
 }
 
+/* The two-shot path of the call whose first block is seq0 (*cma: by single copies), the same
+ * on every local rank: local rank 0 picks it (nvf_path_pick) and says so in the segment's
+ * header; the others wait for that. Rank 0 cannot be on a later call before every other rank
+ * has read this one's choice: it waits for their first block of this call. */
+static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, bool *cma)
+{
+    nvf_shm_header_t *h = c->shm.hdr;
+    if (c->topo.local_rank == 0) {
+        *cma = nvf_path_pick(&c->paths, cls);
+        atomic_store_explicit(&h->path, seq0 << 1 | (uint64_t)*cma, memory_order_release);
+        return NVF_OK;
+    }
+    unsigned spins = 0;
+    const double since = nvf_now_us();
+    bool warned = false;
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&h->path, memory_order_acquire);
+        if (v >> 1 == seq0) {
+            *cma = v & 1;
+            return NVF_OK;
+        }
+        if (++spins >= (unsigned)c->cfg.spin_before_yield) {
+            spins = 0;
+            sched_yield();
+            if (atomic_load_explicit(&h->failed, memory_order_acquire))
+                return NVF_ERR_PEER;
+            if (!warned && nvf_now_us() - since > 60e6) {
+                warned = true;
+                nvf_error("rank %d waited 60 s for local rank 0 to start MPI_Allreduce: if ranks "
+                          "pass buffers of different memory kinds (host and device) to the same "
+                          "call, set coll_nvfabric_host=on.",
+                          c->topo.rank);
+            }
+        }
+    }
+}
+
+/* Local rank 0: what the call on the path took, and whether that changed the cheaper path. */
+static void record_path(nvf_comm_t *c, int cls, bool cma, double us, size_t bytes)
+{
+    nvf_path_record(&c->paths, cls, cma, us, bytes);
+    const double seg = nvf_path_cost(&c->paths, cls, false);
+    const double single = nvf_path_cost(&c->paths, cls, true);
+    const bool best = single != 0 && seg != 0 && single < seg;
+    if (best != c->path_best[cls] && seg != 0 && single != 0)
+        nvf_log(2, "rank %d: calls of about %zu bytes now %s (%.3f against %.3f ns per byte)",
+                c->topo.rank, (size_t)65536 << (2 * cls),
+                best ? "by single copies" : "through the segment", best ? single : seg,
+                best ? seg : single);
+    c->path_best[cls] = best;
+}
+
 nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
                            nvf_dtype_t dt, nvf_op_t op, nvf_memkind_t kind,
                            nvf_call_report_t *report, const char **why)
@@ -369,6 +421,17 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
             return st;
         }
     }
+    /* once measured, each two-shot call's path is local rank 0's pick (every rank alike: the
+     * size and the communicator's state are the same on every rank) */
+    const size_t bytes = count * nvf_dtype_size(dt);
+    bool cma = c->cma;
+    int cls = -1;
+    if (c->path_live && bytes >= NVF_CMA_TUNE_MIN_BYTES && bytes > c->cfg.one_shot_max_bytes) {
+        cls = nvf_path_class(bytes);
+        nvf_status_t st = agree_path(c, c->seq + 1, cls, &cma);
+        if (st != NVF_OK)
+            return st;
+    }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
     nvf_plan_shape_t shape = {.count = count,
                               .esize = nvf_dtype_size(dt),
@@ -376,12 +439,16 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
                               .nnodes = c->topo.nnodes,
                               .uniform = c->topo.uniform,
                               .device = false,
-                              .cma = c->cma,
+                              .cma = cma,
                               .cores_shared = c->cores_shared,
                               .llc_bytes = c->llc_bytes,
                               .node_cpus = c->node_cpus};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
+    const bool timed = cls >= 0 && c->topo.local_rank == 0 && !device;
+    const double t0 = timed ? nvf_now_us() : 0;
     nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
+    if (timed && st == NVF_OK)
+        record_path(c, cls, plan->cma, nvf_now_us() - t0, bytes);
     if (report != NULL) {
         report->plan = plan->name;
         report->inter_ran =

@@ -11,6 +11,8 @@
 #include "nvf_shm.h"
 #include "nvf_topo.h"
 
+#include <time.h>
+
 /* Most ranks on one node the engine serves (beyond it, calls are delegated). */
 #define NVF_MAX_LOCAL 256
 
@@ -38,8 +40,19 @@ struct nvf_comm {
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     bool cma_tune_pending; /* the single-copy crossover is still to be measured (nvf_cma_tune) */
+    bool path_live;        /* measured: local rank 0 picks each call's two-shot path (nvf_plan.h) */
+    nvf_path_stats_t paths;           /* local rank 0's costs of both paths */
+    bool path_best[NVF_PATH_CLASSES]; /* ... and which was cheaper (true: single copies) */
     nvf_plan_cache_t plans;
 };
+
+/* A monotonic clock in microseconds (timing the paths, noticing stalls). */
+static inline double nvf_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
+}
 
 /* nvf_cma_tune.c: at the first call of at least NVF_CMA_TUNE_MIN_BYTES on a single-node
  * communicator with the single-copy path (cma_tune_pending), measure where the single copies

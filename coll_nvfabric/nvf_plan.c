@@ -297,14 +297,65 @@ void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const do
 const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,
                                const nvf_plan_shape_t *shape)
 {
-    size_t h = (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize * 2 + shape->device) %
-               NVF_PLAN_CACHE_SIZE;
+    size_t h =
+        (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize * 4 + shape->device * 2 + shape->cma) %
+        NVF_PLAN_CACHE_SIZE;
     if (cache->e[h].count != shape->count || cache->e[h].esize != shape->esize ||
-        cache->e[h].device != shape->device) {
+        cache->e[h].device != shape->device || cache->e[h].cma != shape->cma) {
         nvf_plan_choose(cfg, shape, &cache->e[h].plan);
         cache->e[h].count = shape->count;
         cache->e[h].esize = shape->esize;
         cache->e[h].device = shape->device;
+        cache->e[h].cma = shape->cma;
     }
     return &cache->e[h].plan;
+}
+
+int nvf_path_class(size_t bytes)
+{
+    int cls = 0;
+    for (size_t bound = 128u << 10; cls < NVF_PATH_CLASSES - 1 && bytes >= bound; bound *= 4)
+        cls++;
+    return cls;
+}
+
+double nvf_path_cost(const nvf_path_stats_t *s, int cls, bool cma)
+{
+    double v[NVF_PATH_SAMPLES];
+    memcpy(v, s->ns_per_byte[cls][cma], sizeof(v));
+    for (int i = 1; i < NVF_PATH_SAMPLES; i++) /* insertion sort of five */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[NVF_PATH_SAMPLES / 2];
+}
+
+bool nvf_path_pick(nvf_path_stats_t *s, int cls)
+{
+    const unsigned k = s->calls[cls]++;
+    const double seg = nvf_path_cost(s, cls, false), cma = nvf_path_cost(s, cls, true);
+    if (seg == 0)
+        return false;
+    if (cma == 0)
+        return true;
+    const bool best = cma < seg;
+    return k % NVF_PATH_EXPLORE == NVF_PATH_EXPLORE - 1 ? !best : best;
+}
+
+void nvf_path_record(nvf_path_stats_t *s, int cls, bool cma, double us, size_t bytes)
+{
+    if (bytes == 0 || !(us > 0))
+        return;
+    const double v = us * 1e3 / (double)bytes;
+    double *samples = s->ns_per_byte[cls][cma];
+    if (samples[0] == 0) {
+        for (int i = 0; i < NVF_PATH_SAMPLES; i++)
+            samples[i] = v;
+        return;
+    }
+    unsigned *next = &s->next[cls][cma];
+    samples[*next] = v;
+    *next = (*next + 1) % NVF_PATH_SAMPLES;
 }

@@ -78,13 +78,42 @@ double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, do
 void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const double *cma_us, int n,
                          size_t *min_bytes, size_t *max_bytes);
 
-/* A small cache of chosen plans per communicator, keyed by (count, esize, device); the rest
- * of the shape is fixed for a communicator. */
+/* The live choice between the two single-node two-shot paths (through the segment, by single
+ * copies). On the project's VMs the faster one changes with the machine's state, for seconds
+ * at a time (single copies 2-4x faster in its slow spells, the segment up to 1.8x faster
+ * outside them), so no window measured once holds. Local rank 0 keeps, per size class and
+ * path, the cost per byte of its last NVF_PATH_SAMPLES calls (seeded by nvf_cma_tune's
+ * measurement), runs the path whose median is lower, and one call in NVF_PATH_EXPLORE of a
+ * class the other, so that a change is seen. The median: one call that waited for a descheduled
+ * peer must not move the choice; three slow calls in five do. Classes: around 64 KiB, 256 KiB,
+ * 1, 4 and 16 MiB (bounds halfway between, geometrically). */
+#define NVF_PATH_CLASSES 5
+#define NVF_PATH_EXPLORE 16
+#define NVF_PATH_SAMPLES 5
+typedef struct nvf_path_stats {
+    /* [class][0: segment, 1: single copies][sample]: ns per byte, 0: none yet */
+    double ns_per_byte[NVF_PATH_CLASSES][2][NVF_PATH_SAMPLES];
+    unsigned next[NVF_PATH_CLASSES][2]; /* the sample the next call replaces */
+    unsigned calls[NVF_PATH_CLASSES];
+} nvf_path_stats_t;
+
+int nvf_path_class(size_t bytes);
+/* The path for the next call of class cls (true: single copies); counts the call. A path with
+ * no cost known yet is tried first (the segment before the single copies). */
+bool nvf_path_pick(nvf_path_stats_t *s, int cls);
+/* A call of `bytes` in class cls took us microseconds on the path (true: single copies): it
+ * replaces the path's oldest sample (the first one fills them all). */
+void nvf_path_record(nvf_path_stats_t *s, int cls, bool cma, double us, size_t bytes);
+/* The median of the path's samples in ns per byte (0: none yet). */
+double nvf_path_cost(const nvf_path_stats_t *s, int cls, bool cma);
+
+/* A small cache of chosen plans per communicator, keyed by (count, esize, device, cma); the
+ * rest of the shape is fixed for a communicator. */
 #define NVF_PLAN_CACHE_SIZE 32
 typedef struct nvf_plan_cache {
     struct {
         size_t count, esize;
-        bool device;
+        bool device, cma;
         nvf_plan_t plan;
     } e[NVF_PLAN_CACHE_SIZE];
 } nvf_plan_cache_t;

@@ -34,7 +34,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum blk_state { B_COPYIN, B_REDUCE, B_INTER, B_PUBLISH, B_COPYOUT, B_DONE };
 
@@ -339,13 +338,6 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     return NVF_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One rank per node: the rail's allreduce of in into buf (in == buf: in place). */
 static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const void *in, void *buf,
                                 size_t count, nvf_dtype_t dt, nvf_op_t op)
@@ -497,7 +489,7 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
                     nvf_inter_abort(&r.iop);
                 return NVF_ERR_PEER;
             }
-            double t = now_s();
+            double t = 1e-6 * nvf_now_us();
             if (stall_since == 0)
                 stall_since = t;
             else if (!warned && t - stall_since > 60) {

@@ -50,7 +50,9 @@ typedef struct nvf_shm_header {
     uint64_t total_bytes;
     _Atomic uint32_t attached;
     _Atomic uint32_t failed; /* a rank failed during a call: waiters give up */
-    char pad[NVF_CACHE_LINE - 40];
+    _Atomic uint64_t path;   /* local rank 0's choice of two-shot path for the call whose first
+                              * block is seq: seq << 1 | (1: single copies) (nvf_comm.c) */
+    char pad[NVF_CACHE_LINE - 48];
 } nvf_shm_header_t;
 
 typedef struct nvf_shm {

@@ -131,9 +131,10 @@ int mca_coll_nvfabric_register_params(void)
     reg_size("cma_max", "Messages up to this many bytes use the single-copy path (0: no limit)",
              &nvf_cma_max, cfg->cma_max_bytes);
     reg_bool("cma_tune",
-             "Single-node communicators measure, at their first call of 64 KiB or more, between "
-             "which sizes the single-copy path beats the segment path, and use that instead of "
-             "cma_min and cma_max (off where either is set)",
+             "Single-node communicators measure, at their first call of 64 KiB or more, what the "
+             "single-copy and the segment paths cost; from then on local rank 0 picks each "
+             "call's path from those costs and its calls' own times, instead of cma_min and "
+             "cma_max (off where either is set)",
              &cfg->cma_tune);
     reg_bool("stream",
              "Write results into host receive buffers with streaming (non-temporal) stores from "

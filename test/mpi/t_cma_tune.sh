@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The single-copy window measured at run time (coll_nvfabric_cma_tune): measured once per
-# process and node size, at the first call of 64 KiB or more, then reused by later
-# communicators; the plans follow what was measured; the choice changes speed, never bits; a
-# cma_min or cma_max set by the user is not measured over.
+# The single-copy path measured at run time (coll_nvfabric_cma_tune): measured once per process
+# and node size, at the first call of 64 KiB or more, then reused by later communicators; from
+# then on local rank 0 picks each call's path (the ranks agree, both paths run); the choice
+# changes speed, never bits; a cma_min or cma_max set by the user is not measured over.
 . "$NVF_SRC/test/lib.sh"
 digest() { sed -n 's/.*digest \([0-9a-f]\{16\}\).*/\1/p' <<<"$1"; }
 host=(--mca coll_nvfabric_host on)
@@ -26,24 +26,22 @@ out=$(nvf_mpirun 2 "${host[@]}" --mca coll_nvfabric_cma_max 0 --mca coll_nvfabri
     "$NVF_BUILD/test/mpi/bitwise" 2>&1) || nvf_fail "bitwise, cma_max set: $out"
 grep -q 'single copies measured' <<<"$out" && nvf_fail "measured although cma_max was set: $out"
 
-# 2. 2 ranks: every call's plan is the one the measured window gives its size
-out=$(nvf_mpirun 2 "${host[@]}" --mca coll_nvfabric_verbose 2 "$NVF_BUILD/test/mpi/bitwise" 2>&1) ||
-    nvf_fail "bitwise on 2 ranks: $out"
-window=$(grep -o 'single copies measured on 2 local ranks.* used [a-z0-9 ]* bytes\|used never' <<<"$out" | head -n1)
-[ -n "$window" ] || nvf_fail "no window measured on 2 ranks: $out"
-echo "2 ranks: $window"
-read -r lo hi < <(sed -n 's/.* used from \([0-9]*\) to \([0-9]*\) bytes.*/\1 \2/p; s/.* used from \([0-9]*\) bytes.*/\1 0/p; s/.* used never.*/-1 -1/p' <<<"$window")
-bad=$(awk -v lo="$lo" -v hi="$hi" '
-    / rank 0: [0-9]+ x (float|double) [a-z]+: plan host:twoshot/ {
-        for (i = 1; i <= NF; i++) if ($i == "x") { n = $(i - 1); t = $(i + 1) }
-        bytes = n * (t == "float" ? 4 : 8)
-        want = lo >= 0 && bytes >= lo && (hi == 0 || bytes <= hi)
-        got = ($0 ~ /plan host:twoshot\+cma,/)
-        checked++
-        if (want != got) print bytes " B: " $0
-    }
-    END { if (checked == 0) print "no two-shot call seen" }' <<<"$out")
-[ -z "$bad" ] || nvf_fail "plans do not follow the measured window ($lo..$hi): $bad"
+# 2. 2 ranks, many calls of one size: local rank 0 picks each call's path, every rank runs the
+# same one (the sequence of plans is the same on both ranks), both paths run (one call in 16
+# tries the other), and every result is right (the benchmark checks each batch)
+out=$(nvf_mpirun 2 "${host[@]}" --mca coll_nvfabric_verbose 2 "$NVF_BUILD/bench/nvf_allreduce_bench" \
+    --modules nvfabric --min 1048576 --max 1048576 --reps 3 --time 0.05 2>&1) ||
+    nvf_fail "benchmark on 2 ranks: $out"
+grep -q 'single copies measured on 2 local ranks' <<<"$out" || nvf_fail "not measured on 2 ranks: $out"
+plans() { grep -o " rank $1: 262144 x float sum: plan host:twoshot[+a-z]*" <<<"$out" | sed 's/.*plan //'; }
+p0=$(plans 0) p1=$(plans 1)
+n0=$(grep -c . <<<"$p0") ncma=$(grep -c '+cma' <<<"$p0")
+echo "2 ranks: $n0 calls of 1 MiB, $ncma by single copies"
+[ "$n0" -ge 32 ] || nvf_fail "only $n0 calls of 1 MiB seen: $out"
+[ "$p0" = "$p1" ] || nvf_fail "the ranks ran different plans: $(diff <(echo "$p0") <(echo "$p1") | head)"
+[ "$ncma" -ge 1 ] && [ "$ncma" -lt "$n0" ] || nvf_fail "not both paths ran ($ncma of $n0 by single copies)"
+grep -v '^\[' <<<"$out" | awk '$1 == 1048576 && $9 == 0 {ok = 1} END {exit !ok}' ||
+    nvf_fail "benchmark reports wrong results: $out"
 
 # 3. several communicators, freed and re-created: measured once per process, then taken over
 # by the later ones (every result checked by the stress program itself)

@@ -11,6 +11,9 @@
  * Results stream into the receive buffer from stream_min, or (auto) from where the inputs and
  * outputs of the node's ranks that run at once reach half the last-level cache, on the plans
  * that copy results out of the segment, never on device buffers, never where streaming is off.
+ * The live choice of two-shot path: size classes; an unmeasured path is tried first; the path
+ * with the lower median cost runs, the other one call in NVF_PATH_EXPLORE; one slow call does
+ * not move the choice, three in five do.
  */
 #include "coll_nvfabric/nvf_plan.h"
 #include "nvf_test.h"
@@ -183,6 +186,54 @@ static void check_stream(const nvf_config_t *cfg0)
     CHECK(!p.stream, "stream_min 100000, 99996 B: streams");
 }
 
+static void check_live_path(void)
+{
+    const struct {
+        size_t bytes;
+        int cls;
+    } classes[] = {{65536, 0},          {131071, 0},   {131072, 1},         {262144, 1},
+                   {524287, 1},         {524288, 2},   {1u << 20, 2},       {(2u << 20) - 1, 2},
+                   {2u << 20, 3},       {4u << 20, 3}, {(8u << 20) - 1, 3}, {8u << 20, 4},
+                   {(size_t)1 << 34, 4}};
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        CHECK(nvf_path_class(classes[i].bytes) == classes[i].cls, "%zu B: class %d, expected %d",
+              classes[i].bytes, nvf_path_class(classes[i].bytes), classes[i].cls);
+
+    nvf_path_stats_t s;
+    memset(&s, 0, sizeof(s));
+    const size_t b = 1u << 20;
+    const int cls = nvf_path_class(b);
+    CHECK(!nvf_path_pick(&s, cls), "nothing known: the segment first");
+    nvf_path_record(&s, cls, false, 100, b); /* segment: 100 us */
+    CHECK(nvf_path_pick(&s, cls), "single copies unknown: tried next");
+    nvf_path_record(&s, cls, true, 150, b); /* single copies: 150 us */
+    CHECK(fabs(nvf_path_cost(&s, cls, false) - 100e3 / (double)b) < 1e-9, "segment cost %g",
+          nvf_path_cost(&s, cls, false));
+    /* the cheaper path, and the other one call in NVF_PATH_EXPLORE */
+    memset(s.calls, 0, sizeof(s.calls));
+    int other = 0;
+    for (int k = 0; k < 4 * NVF_PATH_EXPLORE; k++) {
+        bool cma = nvf_path_pick(&s, cls);
+        other += cma;
+        CHECK(cma == (k % NVF_PATH_EXPLORE == NVF_PATH_EXPLORE - 1), "call %d: path %d", k, cma);
+    }
+    CHECK(other == 4, "the other path ran %d times in %d calls", other, 4 * NVF_PATH_EXPLORE);
+    /* one slow segment call (a peer descheduled) does not move the choice, a third one does */
+    memset(s.calls, 0, sizeof(s.calls));
+    nvf_path_record(&s, cls, false, 1000, b);
+    CHECK(!nvf_path_pick(&s, cls), "one slow call moved the choice");
+    nvf_path_record(&s, cls, false, 1000, b);
+    CHECK(!nvf_path_pick(&s, cls), "two slow calls in five moved the choice");
+    nvf_path_record(&s, cls, false, 1000, b);
+    CHECK(nvf_path_pick(&s, cls), "three slow calls in five did not move the choice");
+    /* and back once the single copies slow down in turn */
+    for (int k = 0; k < 3; k++)
+        nvf_path_record(&s, cls, true, 2000, b);
+    CHECK(!nvf_path_pick(&s, cls), "single copies slower again: still chosen");
+    /* classes are independent */
+    CHECK(!nvf_path_pick(&s, 0) && nvf_path_cost(&s, 0, false) == 0, "class 0 was touched");
+}
+
 static void window_reference(const double *seg, const double *cma, int n, int *first, int *last)
 {
     *first = *last = -1;
@@ -299,6 +350,7 @@ int main(void)
     check_cores_shared(&cfg);
     check_cma_window();
     check_stream(&cfg);
+    check_live_path();
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);
