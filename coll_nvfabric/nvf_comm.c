@@ -422,9 +422,10 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         }
     }
     /* once measured, each two-shot call's path is local rank 0's pick (every rank alike: the
-     * size and the communicator's state are the same on every rank) */
+     * size and the communicator's state are the same on every rank); below the sizes measured,
+     * through the segment */
     const size_t bytes = count * nvf_dtype_size(dt);
-    bool cma = c->cma;
+    bool cma = c->cma && !c->path_live;
     int cls = -1;
     if (c->path_live && bytes >= NVF_CMA_TUNE_MIN_BYTES && bytes > c->cfg.one_shot_max_bytes) {
         cls = nvf_path_class(bytes);
