@@ -5,10 +5,24 @@
  */
 #include "nvf_copy.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The first line of CPU 0's cache `index`'s attribute `name` in sysfs ("" if absent). */
+static void cache_attr(int index, const char *name, char *buf, size_t len)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
+    FILE *f = fopen(path, "r");
+    buf[0] = '\0';
+    if (f != NULL && fgets(buf, (int)len, f) == NULL)
+        buf[0] = '\0';
+    if (f != NULL)
+        fclose(f);
+}
 
 /* The largest data or unified cache of CPU 0 that Linux lists (sysfs), in bytes; 0 if none. */
 static size_t sysfs_llc_bytes(void)
@@ -16,26 +30,16 @@ static size_t sysfs_llc_bytes(void)
     size_t best = 0;
     int best_level = 0;
     for (int i = 0; i < 16; i++) {
-        char path[96], type[32] = "";
+        char level_s[16], type[32], size_s[32];
         int level = 0;
         unsigned long kib = 0;
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
+        cache_attr(i, "level", level_s, sizeof(level_s));
+        if (level_s[0] == '\0')
             break;
-        int ok = fscanf(f, "%d", &level) == 1;
-        fclose(f);
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        f = fopen(path, "r");
-        ok = ok && f != NULL && fscanf(f, "%31s", type) == 1;
-        if (f != NULL)
-            fclose(f);
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        f = fopen(path, "r");
-        ok = ok && f != NULL && fscanf(f, "%luK", &kib) == 1;
-        if (f != NULL)
-            fclose(f);
-        if (ok && strcmp(type, "Instruction") != 0 && level > best_level) {
+        cache_attr(i, "type", type, sizeof(type));
+        cache_attr(i, "size", size_s, sizeof(size_s));
+        const bool ok = sscanf(level_s, "%d", &level) == 1 && sscanf(size_s, "%luK", &kib) == 1;
+        if (ok && strncmp(type, "Instruction", 11) != 0 && level > best_level) {
             best_level = level;
             best = (size_t)kib * 1024;
         }

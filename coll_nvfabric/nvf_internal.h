@@ -55,9 +55,9 @@ static inline double nvf_now_us(void)
 }
 
 /* nvf_cma_tune.c: at the first call of at least NVF_CMA_TUNE_MIN_BYTES on a single-node
- * communicator with the single-copy path (cma_tune_pending), measure where the single copies
- * start to win and set cfg.cma_min_bytes to it. Collective; NVF_OK also where nothing was
- * measured (then cma_min stays). */
+ * communicator with the single-copy path (cma_tune_pending), measure both two-shot paths and
+ * start the live choice between them from those costs (path_live). Collective; NVF_OK also
+ * where nothing was measured (then cma_min and cma_max stay, and the choice is not live). */
 #define NVF_CMA_TUNE_MIN_BYTES ((size_t)64 << 10)
 nvf_status_t nvf_cma_tune(nvf_comm_t *c);
 
