@@ -447,11 +447,14 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     const bool timed = cls >= 0 && c->topo.local_rank == 0 && !device;
     const double t0 = timed ? nvf_now_us() : 0;
-    nvf_status_t st = nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
+    const bool small = nvf_small_fits(c, plan, bytes);
+    nvf_status_t st = small ? nvf_small_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev)
+                            : nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (timed && st == NVF_OK)
         record_path(c, cls, plan->cma, nvf_now_us() - t0, bytes);
+    const char *plan_name = small ? "host:oneshot+inline" : plan->name;
     if (report != NULL) {
-        report->plan = plan->name;
+        report->plan = plan_name;
         report->inter_ran =
             (plan->alg == NVF_ALG_HIER || plan->alg == NVF_ALG_DIRECT) && c->topo.nnodes > 1;
         report->device = device;
@@ -459,7 +462,7 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     }
     if (nvf_log_level() >= 2)
         nvf_log(2, "rank %d: %zu x %s %s: plan %s, %zu-element blocks, depth %d, model %.2f us%s",
-                c->topo.rank, count, nvf_dtype_name(dt), nvf_op_name(op), plan->name,
+                c->topo.rank, count, nvf_dtype_name(dt), nvf_op_name(op), plan_name,
                 plan->block_elems, plan->depth, plan->predicted_us,
                 plan->stream ? ", results streamed" : "");
     return st;

@@ -32,6 +32,7 @@ struct nvf_comm {
     nvf_rail_t rail; /* my rail, when there are several nodes */
     bool have_rail;
     uint64_t seq;       /* blocks started on this communicator */
+    uint64_t small_seq; /* small calls (nvf_small.c) made on this communicator */
     char *stage;        /* private host block for the staged device path (made on first use) */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
@@ -54,6 +55,17 @@ static inline double nvf_now_us(void)
     return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
 }
 
+/* In a polling loop, between two looks at a line another core is about to write: the pause
+ * lets that core's stores through instead of pulling the line back after each of them. */
+static inline void nvf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* nvf_cma_tune.c: at the first call of at least NVF_CMA_TUNE_MIN_BYTES on a single-node
  * communicator with the single-copy path (cma_tune_pending), measure both two-shot paths and
  * start the live choice between them from those costs (path_live). Collective; NVF_OK also
@@ -63,6 +75,13 @@ nvf_status_t nvf_cma_tune(nvf_comm_t *c);
 
 /* A private host buffer of one block (shm_block_bytes), or NULL if out of memory. */
 char *nvf_comm_stage(nvf_comm_t *c);
+
+/* nvf_small.c: whether a call of this many bytes with this plan takes the inline path (one
+ * node of several ranks, one-shot, at most NVF_SMALL_MAX_BYTES: every rank alike), and the
+ * call itself. */
+bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes);
+nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
+                           nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
 
 /* nvf_sched.c: run one call with an established communicator. */
 /* in_dev / out_dev: the input / output is not host memory: it is staged through the segment with

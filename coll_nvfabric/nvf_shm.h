@@ -35,11 +35,23 @@ typedef struct nvf_shm_call {
     char pad[NVF_CACHE_LINE - 32];
 } nvf_shm_call_t;
 
+/* The input of one of my small calls (nvf_small.c), right after the number that publishes it:
+ * a peer that sees `seq` has the first 48 bytes in the same miss, and the rest in the lines
+ * that follow (which the hardware prefetches). 2032 bytes: a 2 KiB slot; inline beat the
+ * scheduler's one-shot up to 1 KiB on 2 ranks (2026-12-07, AMD VM), and tied at 2 KiB. */
+#define NVF_SMALL_MAX_BYTES 2032
+typedef struct nvf_small_slot {
+    _Atomic uint64_t seq; /* my small call of this number has its input in data */
+    uint64_t unused;      /* data 16-byte aligned (long double, complex) */
+    unsigned char data[NVF_SMALL_MAX_BYTES];
+} nvf_small_slot_t;
+
 typedef struct nvf_shm_ctrl {
-    nvf_flag_t in_seq;   /* my input of this block is in my input slot */
-    nvf_flag_t res_seq;  /* my part of this block's result is in the result slot */
-    nvf_flag_t done_seq; /* I have copied this block's result out (its set may be reused) */
-    nvf_shm_call_t call; /* my buffers for the current call (single-copy path) */
+    nvf_flag_t in_seq;         /* my input of this block is in my input slot */
+    nvf_flag_t res_seq;        /* my part of this block's result is in the result slot */
+    nvf_flag_t done_seq;       /* I have copied this block's result out (its set may be reused) */
+    nvf_shm_call_t call;       /* my buffers for the current call (single-copy path) */
+    nvf_small_slot_t small[2]; /* small calls by parity of their number */
 } nvf_shm_ctrl_t;
 
 typedef struct nvf_shm_header {

@@ -3,11 +3,11 @@
  * by element against each rank's own sequential reduction, and, through MPI_T, who handled
  * each call.
  *
- * Cases: every predefined datatype x every op MPI defines on it x counts (0, 1, primes, sizes
- * around the component's thresholds, read from its MPI_T control variables, and a few MiB) x
- * in place / out of place x communicators (WORLD, a dup, split by parity, reversed order,
- * all but the last rank). Then calls nvfabric must delegate: a derived datatype, a
- * user-defined op, a non-commutative user op.
+ * Cases: every predefined datatype x every op MPI defines on it x counts (0, 1, primes, each
+ * side of the inline small path's limit, sizes around the component's thresholds, read from
+ * its MPI_T control variables, and a few MiB) x in place / out of place x communicators
+ * (WORLD, a dup, split by parity, reversed order, all but the last rank). Then calls nvfabric
+ * must delegate: a derived datatype, a user-defined op, a non-commutative user op.
  *
  *   --expect engine     predefined calls with count > 0 must be handled by nvfabric's engine
  *                       (run with coll_nvfabric_host=on), the rest delegated;
@@ -134,6 +134,9 @@ static void run_comm(MPI_Comm comm, const char *name, unsigned long one_shot_max
         for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
             counts[nc++] = small[i];
         size_t os = one_shot_max / es, bl = block / es;
+        /* each side of the inline small path's limit (NVF_SMALL_MAX_BYTES, 2032 bytes) */
+        counts[nc++] = 2032 / es;
+        counts[nc++] = 2032 / es + 1;
         counts[nc++] = os > 1 ? os - 1 : 1;
         counts[nc++] = os;
         counts[nc++] = os + 1;
