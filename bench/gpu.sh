@@ -4,7 +4,7 @@
 # folder, builds nvfabric against them for sm_90, runs the device stage's unit tests, the GPU tests
 # and the GPU benchmark, and writes a summary table and every log under $OUT, with the card, the
 # driver and the date. Steps run in order of importance, each under a timeout, and the whole run
-# stays inside a deadline (NVF_GPU_DEADLINE seconds, default 420), skipping what no longer fits.
+# stays inside a deadline (NVF_GPU_DEADLINE seconds, default 360), skipping what no longer fits.
 # Without a GPU the GPU steps say SKIPPED: run it on the build machine first.
 #
 #   bench/gpu.sh --prepare   build machine: fetch the .debs if missing and pack the generated
@@ -46,11 +46,18 @@ fi
 
 OUT=${OUT:-$PWD/gpu-out}
 WORK=${NVF_GPU_WORK:-/tmp/nvf-gpu}
-DEADLINE=${NVF_GPU_DEADLINE:-420}
+DEADLINE=${NVF_GPU_DEADLINE:-360}
 GENCODE=${NVF_GPU_GENCODE:--gencode arch=compute_90,code=sm_90}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT" "$WORK"
 exec > >(tee "$OUT/gpu.log") 2>&1
+TEE_PID=$!
+# Ends the run once tee has written the log's last lines.
+finish() {
+    exec >&- 2>&-
+    wait "$TEE_PID" 2>/dev/null
+    exit "$1"
+}
 START=$SECONDS
 SUMMARY="$OUT/summary.md"
 : >"$OUT/steps.txt"
@@ -88,16 +95,20 @@ step() {
 }
 
 # ---- the machine ---------------------------------------------------------------------------
+# decided here, not inside the block below: the first part of a pipeline runs in a subshell
 have_gpu=0
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && have_gpu=1
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "host: $(uname -srm)"
-    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-        have_gpu=1
+    if [ $have_gpu = 1 ]; then
         nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,pci.bus_id \
             --format=csv
         nvidia-smi -L
         nvidia-smi topo -m 2>/dev/null
+        # kernels of different processes share the GPU by time slices unless MPS runs
+        nvidia-smi -q -d COMPUTE 2>/dev/null | grep -i 'compute mode'
+        pgrep -l nvidia-cuda-mps >/dev/null 2>&1 && echo "MPS: running" || echo "MPS: not running"
     else
         echo "no GPU (nvidia-smi missing or lists no device): GPU steps will be skipped"
     fi
@@ -143,7 +154,12 @@ export OPAL_LIBDIR=$R/usr/lib/x86_64-linux-gnu/openmpi/lib
 export OMPI_MCA_mca_base_component_path=$R/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 export PMIX_MCA_mca_base_component_path=$R/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+# nvcc: PATH first, then the usual toolkit folders (configure takes the first nvcc on PATH)
+if ! command -v nvcc >/dev/null 2>&1; then
+    for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+        [ -x "$d/nvcc" ] && { export PATH=$PATH:$d; break; }
+    done
+fi
 
 check_ldd() {
     local bad=0
@@ -193,6 +209,9 @@ build() {
     "$SRC/configure" --with-ompi="$R/usr/lib/x86_64-linux-gnu/openmpi" NVCC_GENCODE="$GENCODE" \
         >configure.out 2>&1 || { tail -n 40 configure.out; return 1; }
     tail -n 9 configure.out
+    # configure only warns without a usable toolkit; here that would waste the lease
+    grep -q '^#define NVF_HAVE_CUDA 1' nvf_config.h ||
+        { echo "configure found no usable CUDA toolkit:"; grep -iA3 'nvcc' config.log | tail -n 30; return 1; }
     make -j"$JOBS" >make.out 2>&1 || { grep -B2 -A8 -m5 'error' make.out; return 1; }
     make -j"$JOBS" gpu-programs check-programs-build >>make.out 2>&1 ||
         { grep -B2 -A8 -m5 'error' make.out; return 1; }
@@ -208,8 +227,12 @@ ldd_component() {
     readelf -d "$so" | grep NEEDED
     ! readelf -d "$so" | grep -Eiq 'NEEDED.*(libcuda|libcudart)'
 }
+# The device stage's unit tests (mock driver and, where one is present, the real driver).
+unit_cuda() {
+    make -C "$B" -s check TESTS="$(make -C "$B" -s print-cuda-unit-tests)"
+}
 export B
-export -f generated build ldd_component
+export -f generated build ldd_component unit_cuda
 step autotools 90 30 generated && step build 240 60 build
 built=$([ -f "$B/.libs/mca_coll_nvfabric.so" ] && echo 1 || echo 0)
 [ "$built" = 1 ] && step ldd-component 30 5 ldd_component
@@ -224,8 +247,9 @@ mpirun_gpu() { # np program args...
 }
 export -f mpirun_gpu
 if [ "$built" = 1 ]; then
-    step unit-cuda 90 20 make -C "$B" -s nvf-cuda-check
-    step gpu-blocks-2 150 30 mpirun_gpu 2 "$B/test/gpu/gpu_blocks"
+    step unit-cuda 90 20 unit_cuda
+    step gpu-blocks-2 120 30 mpirun_gpu 2 "$B/test/gpu/gpu_blocks" --quick
+    step allreduce-device-2 90 30 mpirun_gpu 2 "$B/test/gpu/gpu_allreduce" --kind device --level quick
     step bench-2 150 60 mpirun_gpu 2 "$B/bench/nvf_gpu_bench" --max $((256 << 20)) \
         --csv "$OUT/bench-2.csv"
     if [ -f "$OUT/bench-2.log" ] && ! grep -q '^ *268435456' "$OUT/bench-2.log" && [ $have_gpu = 1 ]; then
@@ -233,7 +257,7 @@ if [ "$built" = 1 ]; then
         step bench-2-baselines 120 60 mpirun_gpu 2 "$B/bench/nvf_gpu_bench" --paths staged,d2d \
             --csv "$OUT/bench-2-baselines.csv"
     fi
-    for kind in device pinned managed async; do
+    for kind in pinned managed async; do
         step allreduce-$kind-2 90 30 mpirun_gpu 2 "$B/test/gpu/gpu_allreduce" --kind $kind --level quick
     done
     step gpu-blocks-4 120 40 mpirun_gpu 4 "$B/test/gpu/gpu_blocks" --quick
@@ -281,5 +305,5 @@ fi
 cp -f "$B/config.log" "$OUT/config.log" 2>/dev/null
 cat "$SUMMARY"
 echo "total $((SECONDS - START)) s; logs in $OUT"
-grep -q 'FAIL\|TIMEOUT' "$OUT/steps.txt" && exit 1
-exit 0
+grep -q 'FAIL\|TIMEOUT' "$OUT/steps.txt" && finish 1
+finish 0

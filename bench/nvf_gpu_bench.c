@@ -13,7 +13,8 @@
  * (GB/s, busbw = algbw * 2(n-1)/n) and #wrong (every measured repetition is checked: integer-valued
  * inputs, exact in any order; a wrong result prints WRONG instead of a time); the d2d time and
  * GB/s; nvfabric's speed-up over staged; and, from MPI_T, the share of nvfabric's calls its device
- * stage handled (dev%).
+ * path handled (dev%: coll_nvfabric_cuda_calls; today that path is the staged one, CUDA copies
+ * through the node's host segment, not the IPC kernels).
  *
  *   mpirun -np 2 bench/nvf_gpu_bench [--min 8] [--max 268435456] [--paths nvfabric,staged,d2d]
  *                                    [--reps 5] [--time 0.02] [--csv FILE]

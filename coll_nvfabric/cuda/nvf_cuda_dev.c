@@ -82,7 +82,10 @@ static nvf_status_t nvf_cuda_dev_make(CUcontext ctx, bool primary, nvf_cuda_dev_
     if (st == NVF_OK)
         st = NVF_CU(cuDeviceGetUuid, &uuid, d->device);
     if (st == NVF_OK)
-        st = NVF_CU(cuStreamCreate, &d->stream, CU_STREAM_NON_BLOCKING);
+        /* A blocking stream: ordered after work the program queued on the legacy default stream
+         * (kernels, cudaMemset, pageable cudaMemcpy whose DMA may still run), as programs that
+         * call MPI right after such work expect; a non-blocking stream could read stale input */
+        st = NVF_CU(cuStreamCreate, &d->stream, CU_STREAM_DEFAULT);
     void *status = NULL;
     if (st == NVF_OK)
         st = NVF_CU(cuMemHostAlloc, &status, 64,

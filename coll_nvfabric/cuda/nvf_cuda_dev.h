@@ -22,7 +22,7 @@ struct nvf_cuda_dev {
     int sm_count;
     bool memops; /* 64-bit stream memory operations */
     nvf_cuda_uuid_t uuid;
-    CUstream stream; /* created by nvfabric, CU_STREAM_NON_BLOCKING */
+    CUstream stream; /* created by nvfabric, CU_STREAM_DEFAULT: after legacy-stream work */
 
     /* device-side errors (flag wait timeouts): pinned, device-mapped words */
     volatile uint32_t *status;

@@ -389,6 +389,8 @@ static void section_ipc(void)
         for (size_t i = 0; i < n; i++)
             h[i] = (float)(i % 1000);
         GPU_CHECK(cudaMemcpy((char *)a + off, h, bytes, cudaMemcpyHostToDevice));
+        /* a pageable copy may return before its DMA lands: the peer reads it next */
+        GPU_CHECK(cudaDeviceSynchronize());
         nvf_cuda_dev_t *d = dev_of(a);
         nvf_cuda_ipc_desc_t desc;
         const char *why = NULL;
@@ -401,6 +403,8 @@ static void section_ipc(void)
         for (size_t i = 0; i < n; i++)
             h[i] = (float)(i % 7);
         GPU_CHECK(cudaMemcpy((char *)a + off, h, bytes, cudaMemcpyHostToDevice));
+        /* a pageable copy may return before its DMA lands: the peer reads it next */
+        GPU_CHECK(cudaDeviceSynchronize());
         CHECK(nvf_cuda_ipc_export(d, (char *)a + off, bytes, &desc, &why) == NVF_OK, "export 2");
         MPI_Send(&desc, sizeof(desc), MPI_BYTE, 1, 1, pair);
         MPI_Barrier(pair);
@@ -514,6 +518,7 @@ static void section_pingpong(void)
     nvf_cuda_dev_t *d = NULL;
     GPU_CHECK(cudaMalloc((void **)&mem, 4096));
     GPU_CHECK(cudaMemset(mem, 0, 4096));
+    GPU_CHECK(cudaDeviceSynchronize()); /* zeroed before the peer looks (cudaMemset is async) */
     d = dev_of(mem);
     CHECK(d != NULL, "device");
     nvf_cuda_ipc_desc_t desc;

@@ -126,6 +126,8 @@ static int scenario_mock(bool procaddr)
     CHECK(nvf_cuda_dev_ordinal(d) == 0 && nvf_cuda_dev_sm_count(d) == 4, "ordinal/SMs");
     CHECK(nvf_cuda_dev_has_memops(d), "the mock has stream memops");
     CHECK(m.count("cuStreamCreate") == 1, "one stream per context");
+    CHECK(m.count("cuStreamCreate(CU_STREAM_NON_BLOCKING)") == 0,
+          "the stream is ordered after the legacy default stream");
     CHECK(m.count("cuInit") == 1, "only the application's cuInit");
     nvf_cuda_fini();
     CHECK(m.count("cuStreamDestroy") == 1, "stream destroyed at fini");

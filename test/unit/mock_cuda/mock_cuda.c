@@ -799,6 +799,8 @@ struct mock_stream {
 EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags)
 {
     ENTER("cuStreamCreate");
+    if (flags & CU_STREAM_NON_BLOCKING)
+        (void)mock_enter("cuStreamCreate(CU_STREAM_NON_BLOCKING)"); /* counted for the tests */
     if (mock_current() == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     /* from a static pool: a stream whose context "died" (a test of fini) is no leak */
