@@ -48,6 +48,10 @@ nvf_memkind_t nvf_memkind_classify(const void *sbuf, const void *rbuf);
 /* The kind of each buffer (sbuf NULL: in place, *skind = *rkind). */
 nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t *skind,
                               nvf_memkind_t *rkind);
+/* Releases what classifying and staging device buffers acquired in this process (per device:
+ * nvfabric's stream, the retained primary context, IPC mappings). At component close, after
+ * every communicator is gone. */
+void nvf_memkind_fini(void);
 /* Copies bytes between any two kinds of memory (a CUDA copy when either side is device or
  * managed memory), synchronously. */
 nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes);

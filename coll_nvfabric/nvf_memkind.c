@@ -68,3 +68,8 @@ nvf_memkind_t nvf_memkind_classify(const void *sbuf, const void *rbuf)
         return NVF_MEM_HOST;
     return nvf_memkind_classify_ex(sbuf, rbuf, NULL, NULL);
 }
+
+void nvf_memkind_fini(void)
+{
+    nvf_cuda_fini();
+}

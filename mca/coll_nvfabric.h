@@ -28,7 +28,7 @@ typedef enum mca_coll_nvfabric_delegation {
     NVFABRIC_DELEGATE_DTYPE,     /* derived, non-contiguous or unsupported datatype */
     NVFABRIC_DELEGATE_OP,        /* user-defined op or op not defined on the datatype */
     NVFABRIC_DELEGATE_HOST_OFF,  /* host buffers and coll_nvfabric_host=off */
-    NVFABRIC_DELEGATE_HOST_AUTO, /* host buffers below coll_nvfabric_host_auto_min */
+    NVFABRIC_DELEGATE_HOST_AUTO, /* below coll_nvfabric_host_auto_min, any memory kind */
     NVFABRIC_DELEGATE_ENGINE,    /* the engine declined (setup failed, no stage for it) */
     NVFABRIC_DELEGATE_KINDS
 } mca_coll_nvfabric_delegation_t;
@@ -75,6 +75,7 @@ typedef struct mca_coll_nvfabric_module_t {
     nvf_comm_t *engine;
     unsigned delegations_seen; /* bit per mca_coll_nvfabric_delegation_t, for verbose */
     bool announced;            /* the first-call summary was printed */
+    bool cuda_off_reported;    /* device buffers staged because coll_nvfabric_cuda=false */
 } mca_coll_nvfabric_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_nvfabric_module_t);
@@ -111,6 +112,7 @@ void mca_coll_nvfabric_report_delegation(mca_coll_nvfabric_module_t *m,
                                          mca_coll_nvfabric_delegation_t why, const char *detail);
 void mca_coll_nvfabric_report_first_call(mca_coll_nvfabric_module_t *m,
                                          const nvf_call_report_t *rep);
+void mca_coll_nvfabric_report_cuda_off(mca_coll_nvfabric_module_t *m);
 void mca_coll_nvfabric_show_help(const char *topic, const char *arg);
 void mca_coll_nvfabric_log_sink(int level, const char *msg);
 

@@ -2,10 +2,14 @@
  * coll_nvfabric_allreduce.c: the MPI_Allreduce entry point, the hot path.
  *
  * Classify the call (count, datatype, op, memory); hand it to the engine or to the saved
- * previous module; count what happened. Every decision taken here before the engine runs
- * depends only on arguments that MPI requires to be the same on every rank (count, datatype,
- * op) and on parameters, so all ranks take the same branch. Setup, verbose text and help
- * messages live elsewhere.
+ * previous module; count what happened. The engine and the saved module are different
+ * collectives, so every rank of a call must take the same branch: the decisions taken here
+ * depend on arguments that MPI requires to be the same on every rank (count, datatype, op) and
+ * on parameters, not on the kind of memory a rank passes (ranks may pass host memory to a call
+ * where others pass device memory). The one exception is coll_nvfabric_host=off, which by
+ * definition sends host buffers to the saved module and device buffers to the engine: with it,
+ * the ranks of one call must pass the same kind (README, Limitations). Setup, verbose text and
+ * help messages live elsewhere.
  */
 #include "coll_nvfabric.h"
 
@@ -15,11 +19,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The saved module is not CUDA-aware (Debian's Open MPI is not): device buffers reach it through
- * host copies of the bytes the datatype spans, as Open MPI's coll/cuda would do. */
-static int nvfabric_delegate_staged(mca_coll_nvfabric_module_t *m, const void *sbuf, void *rbuf,
-                                    int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                    struct ompi_communicator_t *comm)
+/* An allreduce on host copies of device buffers (the bytes the datatype spans), copied back into
+ * rbuf: for the saved module, which is not CUDA-aware (Debian's Open MPI is not), as Open MPI's
+ * coll/cuda would do; and for nvfabric's own host path where the device stage is switched off
+ * (coll_nvfabric_cuda=false). `to` names the receiver in the error message. */
+static int nvfabric_staged(mca_coll_base_module_allreduce_fn_t fn,
+                           mca_coll_base_module_t *fn_module, const char *to, const void *sbuf,
+                           void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm)
 {
     ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -34,8 +41,8 @@ static int nvfabric_delegate_staged(mca_coll_nvfabric_module_t *m, const void *s
     if (nvf_memcpy_any(hr, (char *)rbuf + true_lb, span) != NVF_OK ||
         (!in_place && nvf_memcpy_any(hs, (const char *)sbuf + true_lb, span) != NVF_OK))
         goto out;
-    rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : hs - true_lb, hr - true_lb, count, dtype, op,
-                           comm, m->prev_allreduce_module);
+    rc =
+        fn(in_place ? MPI_IN_PLACE : hs - true_lb, hr - true_lb, count, dtype, op, comm, fn_module);
     if (rc == OMPI_SUCCESS && nvf_memcpy_any((char *)rbuf + true_lb, hr, span) != NVF_OK)
         rc = OMPI_ERROR;
 out:
@@ -43,7 +50,7 @@ out:
         opal_output(0,
                     "coll:nvfabric: %s: staging device buffers through host memory for %s "
                     "failed",
-                    comm->c_name, m->prev_name);
+                    comm->c_name, to);
     free(hs);
     free(hr);
     return rc;
@@ -62,7 +69,8 @@ static int nvfabric_delegate(mca_coll_nvfabric_module_t *m, mca_coll_nvfabric_de
     if (count > 0) {
         nvf_memkind_t kind = nvf_memkind_classify(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf);
         if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED)
-            return nvfabric_delegate_staged(m, sbuf, rbuf, count, dtype, op, comm);
+            return nvfabric_staged(m->prev_allreduce, m->prev_allreduce_module, m->prev_name, sbuf,
+                                   rbuf, count, dtype, op, comm);
     }
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
 }
@@ -88,16 +96,25 @@ int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
         return nvfabric_delegate(m, NVFABRIC_DELEGATE_OP, NULL, sbuf, rbuf, count, dtype, op, comm,
                                  bytes);
 
+    /* below the size measured for host buffers the saved module takes the call, whatever memory
+     * this rank passes: a peer may pass host memory (device buffers are staged for it) */
+    if (c->cfg.host_mode == NVF_HOST_AUTO && bytes < c->cfg.host_auto_min_bytes)
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_AUTO, NULL, sbuf, rbuf, count, dtype, op,
+                                 comm, bytes);
+
     const void *in = (sbuf == MPI_IN_PLACE) ? NULL : sbuf;
     nvf_memkind_t kind = nvf_memkind_classify(in, rbuf);
-    if (kind == NVF_MEM_HOST || kind == NVF_MEM_HOST_PINNED) {
-        if (c->cfg.host_mode == NVF_HOST_OFF)
-            return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_OFF, NULL, sbuf, rbuf, count, dtype,
-                                     op, comm, bytes);
-        if (c->cfg.host_mode == NVF_HOST_AUTO && bytes < c->cfg.host_auto_min_bytes)
-            return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_AUTO, NULL, sbuf, rbuf, count, dtype,
-                                     op, comm, bytes);
+    if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED && !c->cfg.cuda_enable) {
+        /* device stage off: host copies through nvfabric's host path, which then decides as for
+         * any host buffers (the same branch as ranks that passed host memory) */
+        if (!m->cuda_off_reported)
+            mca_coll_nvfabric_report_cuda_off(m);
+        return nvfabric_staged(mca_coll_nvfabric_allreduce, module, "nvfabric's host path", sbuf,
+                               rbuf, count, dtype, op, comm);
     }
+    if ((kind == NVF_MEM_HOST || kind == NVF_MEM_HOST_PINNED) && c->cfg.host_mode == NVF_HOST_OFF)
+        return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_OFF, NULL, sbuf, rbuf, count, dtype, op,
+                                 comm, bytes);
 
     nvf_call_report_t rep = {0};
     const char *why = NULL;

@@ -68,6 +68,7 @@ static int nvfabric_open(void)
 static int nvfabric_close(void)
 {
     mca_coll_nvfabric_component_t *c = &mca_coll_nvfabric_component;
+    nvf_memkind_fini(); /* communicators are freed before coll components close */
     nvf_log_set_sink(NULL, 0);
     if (c->output >= 0) {
         opal_output_close(c->output);

@@ -26,6 +26,7 @@ static void nvfabric_module_construct(mca_coll_nvfabric_module_t *m)
     m->engine = NULL;
     m->delegations_seen = 0;
     m->announced = false;
+    m->cuda_off_reported = false;
 }
 
 static void nvfabric_release_prev(mca_coll_nvfabric_module_t *m)

@@ -69,7 +69,8 @@ int mca_coll_nvfabric_register_params(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->host_mode_text);
     reg_size("host_auto_min",
-             "With host=auto: smallest host-buffer message (bytes) nvfabric takes over",
+             "With host=auto: smallest message (bytes) nvfabric takes over; smaller ones go to "
+             "Open MPI's module whatever the memory (ranks of a call may pass different kinds)",
              &nvf_host_auto_min, cfg->host_auto_min_bytes);
     reg_int("virtual_node_size",
             "Cut each host into virtual nodes of this many consecutive ranks (0 = off); makes the "
@@ -115,7 +116,9 @@ int mca_coll_nvfabric_register_params(void)
     reg_double("inter_bw", "Cost model: inter-node bandwidth per rail (GB/s)", &cfg->inter_bw_gbs);
     reg_double("reduce_bw", "Cost model: host reduction throughput per rank (GB/s of input)",
                &cfg->reduce_bw_gbs);
-    reg_bool("cuda", "Use the CUDA device stage when a driver and a GPU are present",
+    reg_bool("cuda",
+             "Use the CUDA device stage when a driver and a GPU are present (false: device "
+             "buffers are copied to host memory and reduced there)",
              &cfg->cuda_enable);
     reg_bool("cma",
              "Single-copy intra-node path for large messages: read peers' inputs and write their "

@@ -17,8 +17,7 @@ static const char *const nvfabric_delegation_text[NVFABRIC_DELEGATE_KINDS] = {
     [NVFABRIC_DELEGATE_DTYPE] = "datatype is derived, or not one the engine handles",
     [NVFABRIC_DELEGATE_OP] = "op is user-defined, or not defined on this datatype",
     [NVFABRIC_DELEGATE_HOST_OFF] = "host buffers and coll_nvfabric_host=off",
-    [NVFABRIC_DELEGATE_HOST_AUTO] =
-        "host buffers below coll_nvfabric_host_auto_min (coll_nvfabric_host=auto)",
+    [NVFABRIC_DELEGATE_HOST_AUTO] = "below coll_nvfabric_host_auto_min (coll_nvfabric_host=auto)",
     [NVFABRIC_DELEGATE_ENGINE] = "the engine declined",
 };
 
@@ -39,6 +38,15 @@ void mca_coll_nvfabric_report_first_call(mca_coll_nvfabric_module_t *m,
     opal_output_verbose(1, mca_coll_nvfabric_component.output,
                         "coll:nvfabric: %s: first call handled by the engine, plan %s",
                         m->comm->c_name, rep->plan ? rep->plan : "?");
+}
+
+void mca_coll_nvfabric_report_cuda_off(mca_coll_nvfabric_module_t *m)
+{
+    m->cuda_off_reported = true;
+    opal_output_verbose(1, mca_coll_nvfabric_component.output,
+                        "coll:nvfabric: %s: device buffers copied to host memory and reduced there "
+                        "(coll_nvfabric_cuda=false)",
+                        m->comm->c_name);
 }
 
 void mca_coll_nvfabric_show_help(const char *topic, const char *arg)

@@ -10,6 +10,12 @@
  * kinds to the same call (rank 0 host memory, the others device memory), and calls nvfabric
  * delegates (a user-defined op), which must be staged through host memory for Open MPI's
  * module (Debian's Open MPI is not CUDA-aware).
+ * With --cuda-off (run with --mca coll_nvfabric_cuda false) the device stage is off: the same
+ * calls must come out right through host copies and nvfabric's host path, none counted as a
+ * device call, every one handled (the mixed-kinds calls too: all ranks take the host branch).
+ * With --auto-min BYTES (run with --mca coll_nvfabric_host_auto_min BYTES) calls below that size
+ * go to Open MPI's module on every rank, whatever memory it passes: the mixed-kinds calls must
+ * neither hang nor go wrong, and only the larger calls are counted as handled.
  */
 #include "nvf_mpi_test.h"
 #include "unit/mock_cuda/mock_cuda.h"
@@ -79,6 +85,14 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    bool cuda_off = false;
+    size_t auto_min = 0;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--cuda-off") == 0)
+            cuda_off = true;
+        else if (strcmp(argv[a], "--auto-min") == 0 && a + 1 < argc)
+            auto_min = (size_t)strtoull(argv[++a], NULL, 10);
+    }
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (nvf_mock_open(&mock) != 0 || nvf_mock_app_init(&mock) != 0) {
@@ -93,7 +107,8 @@ int main(int argc, char **argv)
     const char *kinds[] = {"dd", "id", "hd", "dh", "mx"};
     const size_t counts[] = {1, 7, 1000, 70001, 300007};
     long bad = 0, calls = 0;
-    unsigned long long seed = 5;
+    unsigned long long seed = 5, want_handled = 0, want_cuda = 0;
+    const nvf_dtype_t types[] = {NVF_DTYPE_FLOAT, NVF_DTYPE_INT32, NVF_DTYPE_DOUBLE_INT};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             bad +=
@@ -102,15 +117,22 @@ int main(int argc, char **argv)
             bad += run(kinds[k], MPI_DOUBLE_INT, NVF_DTYPE_DOUBLE_INT, MPI_MINLOC, NVF_OP_MINLOC,
                        counts[c], seed++);
             calls += 3;
+            for (int t = 0; t < 3; t++) {
+                if (counts[c] * nvf_ref_size(types[t]) < auto_min)
+                    continue;
+                want_handled++;
+                /* rank 0's "mx" calls are host calls */
+                want_cuda += !cuda_off && !(rank == 0 && strcmp(kinds[k], "mx") == 0);
+            }
         }
     nvf_pvars_read(&after);
     unsigned long long cuda = after.v[NVF_PV_CUDA_CALLS] - before.v[NVF_PV_CUDA_CALLS];
     unsigned long long handled = after.v[NVF_PV_CALLS_HANDLED] - before.v[NVF_PV_CALLS_HANDLED];
-    /* rank 0's "mx" calls are host calls: 15 of them */
-    unsigned long long want_cuda = (unsigned long long)calls - (rank == 0 ? 15 : 0);
-    if (cuda != want_cuda || handled != (unsigned long long)calls) {
-        fprintf(stderr, "FAIL rank %d: %ld device calls, counters say handled %llu, cuda %llu\n",
-                rank, calls, handled, cuda);
+    if (cuda != want_cuda || handled != want_handled) {
+        fprintf(stderr,
+                "FAIL rank %d: %ld calls, counters say handled %llu (expected %llu), cuda %llu "
+                "(expected %llu)\n",
+                rank, calls, handled, want_handled, cuda, want_cuda);
         bad++;
     }
     /* delegated (user-defined op) on device buffers: staged through host memory */
@@ -130,9 +152,15 @@ int main(int argc, char **argv)
     long total = nvf_sum_world(bad);
     if (rank == 0)
         printf(
-            "mock_device: %ld device calls checked, %ld failures, %llu counted as device calls\n",
-            calls, total, cuda);
+            "mock_device%s: %ld device calls checked, %ld failures, %llu counted as device calls\n",
+            cuda_off ? " (device stage off)" : "", calls, total, cuda);
     nvf_pvars_close();
     MPI_Finalize();
+    /* the component's close released the device state it made */
+    if (mock.count("cuStreamDestroy") < 1 || mock.count("cuDevicePrimaryCtxRelease") < 1) {
+        fprintf(stderr, "FAIL rank %d: nvfabric's stream or context not released at MPI_Finalize\n",
+                rank);
+        return 1;
+    }
     return total ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The staged device path without a GPU: "device" buffers from the mock CUDA driver, 2 and 3
-# ranks, one node and two virtual nodes (see mock_device.c).
+# ranks, one node and two virtual nodes (see mock_device.c); then with the device stage off, and
+# with small calls delegated.
 . "$NVF_SRC/test/lib.sh"
 prog="$NVF_BUILD/test/mpi/mock_device"
 mockdir="$NVF_BUILD/test/unit/mock_cuda"
@@ -12,4 +13,11 @@ for np in 2 3; do
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" UCX_TLS=tcp nvf_mpirun $np -x LD_LIBRARY_PATH \
         --mca coll_nvfabric_virtual_node_size 1 "$prog" || nvf_fail "$np ranks, virtual nodes of 1"
 done
+# the device stage switched off: host copies through the host path, 3 ranks (mixed kinds included)
+LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun 3 -x LD_LIBRARY_PATH \
+    --mca coll_nvfabric_cuda false "$prog" --cuda-off || nvf_fail "3 ranks, coll_nvfabric_cuda false"
+# small calls to Open MPI's module on every rank, whatever memory it passes (mixed kinds: no hang)
+LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun 3 -x LD_LIBRARY_PATH \
+    --mca coll_nvfabric_host_auto_min 5000 "$prog" --auto-min 5000 ||
+    nvf_fail "3 ranks, coll_nvfabric_host_auto_min 5000"
 echo ok
