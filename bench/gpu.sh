@@ -250,8 +250,13 @@ if [ "$built" = 1 ]; then
     step unit-cuda 90 20 unit_cuda
     step gpu-blocks-2 120 30 mpirun_gpu 2 "$B/test/gpu/gpu_blocks" --quick
     step allreduce-device-2 90 30 mpirun_gpu 2 "$B/test/gpu/gpu_allreduce" --kind device --level quick
+    # the CUDA IPC path (off by default until this run checks it)
+    step allreduce-ipc-2 90 30 mpirun_gpu 2 --mca coll_nvfabric_cuda_ipc true \
+        "$B/test/gpu/gpu_allreduce" --kind device --level quick
     step bench-2 150 60 mpirun_gpu 2 "$B/bench/nvf_gpu_bench" --max $((256 << 20)) \
         --csv "$OUT/bench-2.csv"
+    step bench-2-ipc 120 60 mpirun_gpu 2 --mca coll_nvfabric_cuda_ipc true \
+        "$B/bench/nvf_gpu_bench" --max $((256 << 20)) --paths nvfabric,d2d --csv "$OUT/bench-2-ipc.csv"
     if [ -f "$OUT/bench-2.log" ] && ! grep -q '^ *268435456' "$OUT/bench-2.log" && [ $have_gpu = 1 ]; then
         # nvfabric's path died or hung: keep at least the baselines
         step bench-2-baselines 120 60 mpirun_gpu 2 "$B/bench/nvf_gpu_bench" --paths staged,d2d \
@@ -290,7 +295,7 @@ fi
 
         echo '```'
     done
-    for f in bench-2 bench-2-baselines bench-4; do
+    for f in bench-2 bench-2-ipc bench-2-baselines bench-4; do
         [ -f "$OUT/$f.log" ] || continue
         echo
         echo "## $f"

@@ -88,6 +88,8 @@ typedef struct nvf_config {
     double inter_bw_gbs;
     double reduce_bw_gbs;    /* host reduction throughput (bytes of input per second) */
     bool cuda_enable;        /* use the device stage when a driver is present */
+    bool cuda_ipc;           /* one node, device buffers: CUDA IPC two-shot (nvf_ipc.c), not yet
+                              * run on a GPU: off by default */
     bool cma_enable;         /* single-copy intra-node path through process_vm_readv/writev */
     bool cma_oversubscribed; /* ... also with more local ranks than cores */
     size_t cma_min_bytes;    /* single-node messages from this size ... */

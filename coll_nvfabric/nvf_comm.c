@@ -40,6 +40,7 @@ char *nvf_comm_stage(nvf_comm_t *c)
 
 static void teardown(nvf_comm_t *c)
 {
+    nvf_ipc_release(c);
     free(c->stage);
     c->stage = NULL;
     free(c->cma_tmp);
@@ -356,7 +357,8 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, bool *cma)
                 warned = true;
                 nvf_error("rank %d waited 60 s for local rank 0 to start MPI_Allreduce: if ranks "
                           "pass buffers of different memory kinds (host and device) to the same "
-                          "call, set coll_nvfabric_host=on.",
+                          "call, coll_nvfabric_host=off and coll_nvfabric_cuda_ipc=true need "
+                          "them alike.",
                           c->topo.rank);
             }
         }
@@ -409,6 +411,25 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         nvf_memkind_each(sbuf, rbuf, &sk, &rk);
         in_dev = sk != NVF_MEM_HOST && sk != NVF_MEM_HOST_PINNED;
         out_dev = rk != NVF_MEM_HOST && rk != NVF_MEM_HOST_PINNED;
+    }
+    /* one node, device memory on every rank: CUDA IPC when enabled and possible for all (before
+     * the path agreement below, which counts the scheduler's calls) */
+    if (device && nvf_ipc_wanted(c)) {
+        bool ran = false;
+        nvf_status_t st = nvf_ipc_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev, &ran);
+        if (st != NVF_OK)
+            return st;
+        if (ran) {
+            if (report != NULL) {
+                report->plan = "ipc:twoshot";
+                report->inter_ran = false;
+                report->device = true;
+                report->predicted_us = 0;
+            }
+            nvf_log(2, "rank %d: %zu x %s %s: plan ipc:twoshot", c->topo.rank, count,
+                    nvf_dtype_name(dt), nvf_op_name(op));
+            return NVF_OK;
+        }
     }
     /* the first call from the smallest size the single copies are measured at measures them
      * (every rank alike: the size is the same on every rank) */

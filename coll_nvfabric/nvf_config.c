@@ -33,6 +33,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->inter_bw_gbs = 10.0;
     cfg->reduce_bw_gbs = 17.0;
     cfg->cuda_enable = true;
+    cfg->cuda_ipc = false; /* until a GPU run has checked it (README, Limitations) */
     cfg->cma_enable = true;
     cfg->cma_oversubscribed = false;
     /* Where the single copies start to beat the segment moves from machine to machine and, on

@@ -31,8 +31,11 @@ struct nvf_comm {
     nvf_shm_t shm;   /* my node's segment */
     nvf_rail_t rail; /* my rail, when there are several nodes */
     bool have_rail;
-    uint64_t seq;       /* blocks started on this communicator */
-    uint64_t small_seq; /* small calls (nvf_small.c) made on this communicator */
+    uint64_t seq;                  /* blocks started on this communicator */
+    uint64_t small_seq;            /* small calls (nvf_small.c) made on this communicator */
+    uint64_t ipc_seq;              /* calls that tried the CUDA IPC path (nvf_ipc.c) */
+    nvf_cuda_event_t *ipc_ready;   /* recorded on ipc_ready_dev's stream: my inputs are */
+    nvf_cuda_dev_t *ipc_ready_dev; /* complete before peers read them (nvf_ipc.c) */
     char *stage;        /* private host block for the staged device path (made on first use) */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
@@ -82,6 +85,23 @@ char *nvf_comm_stage(nvf_comm_t *c);
 bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes);
 nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
                            nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
+
+/* nvf_wait.c: wait until *word >= value (a peer's progress in the segment), spinning, then
+ * yielding; NVF_ERR_PEER if a rank failed meanwhile; after 60 s, one error line naming what
+ * (`what`: "local rank 2's input to a small MPI_Allreduce") and the likely cause. */
+nvf_status_t nvf_wait_at_least(nvf_comm_t *c, const _Atomic uint64_t *word, uint64_t value,
+                               const char *what, int peer);
+
+/* nvf_ipc.c: whether device-memory calls on this communicator try the CUDA IPC path (cuda_ipc,
+ * one node of several ranks: every rank alike), and the call: *ran false (and NVF_OK) when some
+ * rank could not take part (host or mixed memory, memory CUDA IPC cannot export, a device that
+ * cannot reach a peer's, a (type, op) without a kernel): every rank then sees the same and the
+ * caller runs the staged path. */
+bool nvf_ipc_wanted(const nvf_comm_t *c);
+nvf_status_t nvf_ipc_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count, nvf_dtype_t dt,
+                         nvf_op_t op, bool in_dev, bool out_dev, bool *ran);
+/* Releases what the path keeps between calls (an event); at communicator teardown. */
+void nvf_ipc_release(nvf_comm_t *c);
 
 /* nvf_sched.c: run one call with an established communicator. */
 /* in_dev / out_dev: the input / output is not host memory: it is staged through the segment with

@@ -496,7 +496,8 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
                 warned = true;
                 nvf_error("rank %d waited 60 s for its node's ranks in MPI_Allreduce (block %llu "
                           "of plan %s). If ranks pass buffers of different memory kinds (host "
-                          "and device) to the same call, set coll_nvfabric_host=on.",
+                          "and device) to the same call, coll_nvfabric_host=off and "
+                          "coll_nvfabric_cuda_ipc=true need them alike.",
                           c->topo.rank, (unsigned long long)blocks[head % (size_t)depth].seq,
                           plan->name);
             }

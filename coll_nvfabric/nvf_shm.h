@@ -12,6 +12,7 @@
 #define NVF_SHM_H
 
 #include "nvf.h"
+#include "cuda/nvf_cuda.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -46,12 +47,21 @@ typedef struct nvf_small_slot {
     unsigned char data[NVF_SMALL_MAX_BYTES];
 } nvf_small_slot_t;
 
+/* My buffers for a call on the CUDA IPC path (nvf_ipc.c), and how far I am in it. */
+typedef struct nvf_shm_ipc {
+    _Atomic uint64_t seq; /* 4 x (my IPC call's number) + the step I finished (nvf_ipc.c) */
+    uint32_t ok;          /* step 1: my buffers are exported, my device runs this (type, op) */
+    uint32_t go;          /* step 2: every rank said ok, and my device reaches every peer's */
+    nvf_cuda_ipc_desc_t in, out;
+} nvf_shm_ipc_t;
+
 typedef struct nvf_shm_ctrl {
     nvf_flag_t in_seq;         /* my input of this block is in my input slot */
     nvf_flag_t res_seq;        /* my part of this block's result is in the result slot */
     nvf_flag_t done_seq;       /* I have copied this block's result out (its set may be reused) */
     nvf_shm_call_t call;       /* my buffers for the current call (single-copy path) */
     nvf_small_slot_t small[2]; /* small calls by parity of their number */
+    nvf_shm_ipc_t ipc;         /* the CUDA IPC path */
 } nvf_shm_ctrl_t;
 
 typedef struct nvf_shm_header {

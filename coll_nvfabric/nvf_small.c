@@ -20,42 +20,12 @@
 #include "nvf_log.h"
 #include "nvf_reduce.h"
 
-#include <sched.h>
 #include <string.h>
 
 bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes)
 {
     return plan->alg == NVF_ALG_ONESHOT && bytes <= NVF_SMALL_MAX_BYTES && c->topo.nnodes == 1 &&
            c->topo.local_size > 1;
-}
-
-/* Wait until local rank k has published its input of call s. */
-static nvf_status_t wait_input(nvf_comm_t *c, const nvf_small_slot_t *slot, int k, uint64_t s)
-{
-    unsigned spins = 0;
-    double since = 0;
-    bool warned = false;
-    while (atomic_load_explicit(&slot->seq, memory_order_acquire) < s) {
-        if (++spins < (unsigned)c->cfg.spin_before_yield) {
-            nvf_cpu_relax();
-            continue;
-        }
-        spins = 0;
-        sched_yield();
-        if (atomic_load_explicit(&c->shm.hdr->failed, memory_order_acquire))
-            return NVF_ERR_PEER;
-        const double now = nvf_now_us();
-        if (since == 0)
-            since = now;
-        else if (!warned && now - since > 60e6) {
-            warned = true;
-            nvf_error("rank %d waited 60 s for local rank %d's input to a small MPI_Allreduce: "
-                      "if ranks pass buffers of different memory kinds (host and device) to "
-                      "the same call, set coll_nvfabric_host=on.",
-                      c->topo.rank, k);
-        }
-    }
-    return NVF_OK;
 }
 
 nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
@@ -82,7 +52,8 @@ nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     for (int k = 0; k < L; k++) {
         const nvf_small_slot_t *slot = &shm->ctrl[k].small[s & 1];
         if (k != me) {
-            nvf_status_t st = wait_input(c, slot, k, s);
+            nvf_status_t st =
+                nvf_wait_at_least(c, &slot->seq, s, "input to a small MPI_Allreduce", k);
             if (st != NVF_OK)
                 return st;
         }

@@ -120,6 +120,12 @@ int mca_coll_nvfabric_register_params(void)
              "Use the CUDA device stage when a driver and a GPU are present (false: device "
              "buffers are copied to host memory and reduced there)",
              &cfg->cuda_enable);
+    reg_bool("cuda_ipc",
+             "Experimental, never run on a GPU yet: on one node, calls whose ranks all pass "
+             "device memory reduce over CUDA IPC mappings of each other's buffers (two-shot) "
+             "instead of staging through host memory; every rank of a call must then pass the "
+             "same kind of memory",
+             &cfg->cuda_ipc);
     reg_bool("cma",
              "Single-copy intra-node path for large messages: read peers' inputs and write their "
              "results directly (process_vm_readv/writev; needs ptrace access between ranks)",

@@ -17,9 +17,10 @@
  * ordered as the calls were made; callers that queue from several threads at once must order
  * those threads themselves.
  *
- * Streams and the caller's data: nvfabric's stream is non-blocking (it does not wait for the
- * legacy default stream), so, as with every CUDA-aware MPI, the caller must have completed the
- * work that produces a send buffer before MPI_Allreduce is called.
+ * Streams and the caller's data: nvfabric's stream is a blocking one: its work follows what the
+ * program queued before on the legacy default stream. Work on the program's own streams (or
+ * per-thread default streams) must be complete before MPI_Allreduce, as with every CUDA-aware
+ * MPI.
  */
 #ifndef NVF_CUDA_H
 #define NVF_CUDA_H
@@ -103,7 +104,7 @@ nvf_memkind_t nvf_memkind_classify_ex(const void *sbuf, const void *rbuf,
                                       nvf_cuda_ptr_info_t *sinfo, nvf_cuda_ptr_info_t *rinfo);
 
 /* ---- devices, streams, events ------------------------------------------------------------- */
-/* nvfabric's state in one CUDA context: the context, its device, a non-blocking stream created
+/* nvfabric's state in one CUDA context: the context, its device, a blocking stream created
  * by nvfabric, the kernels module (loaded at the first launch), a pinned status word for
  * device-side timeouts, and the IPC caches. Lives until nvf_cuda_fini(). */
 typedef struct nvf_cuda_dev nvf_cuda_dev_t;

@@ -1,6 +1,6 @@
 /*
  * nvf_cuda_dev.c: nvfabric's state per CUDA context (see nvf_cuda_dev.h): found or made for a
- * buffer's context or a device's primary context, with nvfabric's own non-blocking stream;
+ * buffer's context or a device's primary context, with nvfabric's own (blocking) stream;
  * entering the context, stream synchronisation (with the device-side timeout flag), events and
  * the final teardown.
  *

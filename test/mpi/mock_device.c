@@ -16,6 +16,11 @@
  * With --auto-min BYTES (run with --mca coll_nvfabric_host_auto_min BYTES) calls below that size
  * go to Open MPI's module on every rank, whatever memory it passes: the mixed-kinds calls must
  * neither hang nor go wrong, and only the larger calls are counted as handled.
+ * With --ipc (run with --mca coll_nvfabric_cuda_ipc true) device calls go through the CUDA IPC
+ * path: peers' buffers mapped (the mock's cuIpcOpenMemHandle), kernels reducing and copying (the
+ * mock runs them on the CPU); calls where some rank cannot take part (send and receive buffers of
+ * different kinds; rank 1 passing pool memory, which CUDA IPC cannot export) must go the staged
+ * way on every rank. No mixed-kinds calls there: that path needs every rank's memory alike.
  */
 #include "nvf_mpi_test.h"
 #include "unit/mock_cuda/mock_cuda.h"
@@ -26,10 +31,13 @@
 
 static nvf_mock_t mock;
 
-static void *dev_alloc(size_t bytes)
+/* 'd': cuMemAlloc, 'p': pool memory (cuMemAllocAsync) */
+static void *dev_alloc(char kind, size_t bytes)
 {
     CUdeviceptr p = 0;
-    if (mock.cuMemAlloc(&p, bytes ? bytes : 1) != CUDA_SUCCESS) {
+    CUresult r = kind == 'p' ? mock.cuMemAllocAsync(&p, bytes ? bytes : 1, NULL)
+                             : mock.cuMemAlloc(&p, bytes ? bytes : 1);
+    if (r != CUDA_SUCCESS) {
         fprintf(stderr, "mock cuMemAlloc failed\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -53,6 +61,9 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
     /* "mx": ranks pass different kinds to the same call (rank 0 host buffers, the others device) */
     if (kinds[0] == 'm')
         kinds = rank == 0 ? "hh" : "dd";
+    /* "qq": rank 1 passes pool memory, the others cuMemAlloc memory */
+    if (kinds[0] == 'q')
+        kinds = rank == 1 ? "pp" : "dd";
     const bool in_place = kinds[0] == 'i';
     void **in = malloc(sizeof(void *) * (size_t)size), *ref = malloc(bytes + 1);
     for (int r = 0; r < size; r++) {
@@ -60,8 +71,9 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
         nvf_ref_fill(dt, rop, NVF_REF_EXACT, in[r], n, seed * 31 + (unsigned)r);
     }
     nvf_ref_reduce(dt, rop, ref, in, size, n);
-    void *sbuf = in_place ? NULL : (kinds[0] == 'd' ? dev_alloc(bytes) : malloc(bytes + 1));
-    void *rbuf = kinds[1] == 'd' ? dev_alloc(bytes) : malloc(bytes + 1);
+    void *sbuf =
+        in_place ? NULL : (kinds[0] != 'h' ? dev_alloc(kinds[0], bytes) : malloc(bytes + 1));
+    void *rbuf = kinds[1] != 'h' ? dev_alloc(kinds[1], bytes) : malloc(bytes + 1);
     if (in_place)
         memcpy(rbuf, in[rank], bytes);
     else {
@@ -73,8 +85,8 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
     if (bad < n)
         fprintf(stderr, "FAIL rank %d: %s n=%zu: element %zu wrong\n", rank, kinds, n, bad);
     if (!in_place)
-        kinds[0] == 'd' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)sbuf) : free(sbuf);
-    kinds[1] == 'd' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)rbuf) : free(rbuf);
+        kinds[0] != 'h' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)sbuf) : free(sbuf);
+    kinds[1] != 'h' ? (void)mock.cuMemFree((CUdeviceptr)(uintptr_t)rbuf) : free(rbuf);
     for (int r = 0; r < size; r++)
         free(in[r]);
     free(in);
@@ -85,11 +97,13 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    bool cuda_off = false;
+    bool cuda_off = false, ipc = false;
     size_t auto_min = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--cuda-off") == 0)
             cuda_off = true;
+        else if (strcmp(argv[a], "--ipc") == 0)
+            ipc = true;
         else if (strcmp(argv[a], "--auto-min") == 0 && a + 1 < argc)
             auto_min = (size_t)strtoull(argv[++a], NULL, 10);
     }
@@ -104,12 +118,15 @@ int main(int argc, char **argv)
     nvf_pvars_open();
     nvf_pvars_t before, after;
     nvf_pvars_read(&before);
-    const char *kinds[] = {"dd", "id", "hd", "dh", "mx"};
+    const char *kinds_staged[] = {"dd", "id", "hd", "dh", "mx"};
+    const char *kinds_ipc[] = {"dd", "id", "hd", "dh", "qq"};
+    const char **kinds = ipc ? kinds_ipc : kinds_staged;
+    const unsigned long launches0 = mock.count("cuLaunchKernel");
     const size_t counts[] = {1, 7, 1000, 70001, 300007};
     long bad = 0, calls = 0;
     unsigned long long seed = 5, want_handled = 0, want_cuda = 0;
     const nvf_dtype_t types[] = {NVF_DTYPE_FLOAT, NVF_DTYPE_INT32, NVF_DTYPE_DOUBLE_INT};
-    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+    for (size_t k = 0; k < 5; k++)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             bad +=
                 run(kinds[k], MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, counts[c], seed++);
@@ -128,6 +145,14 @@ int main(int argc, char **argv)
     nvf_pvars_read(&after);
     unsigned long long cuda = after.v[NVF_PV_CUDA_CALLS] - before.v[NVF_PV_CUDA_CALLS];
     unsigned long long handled = after.v[NVF_PV_CALLS_HANDLED] - before.v[NVF_PV_CALLS_HANDLED];
+    /* the IPC path reduces and copies with kernels over mapped peer buffers; the staged path
+     * launches none */
+    const unsigned long launches = mock.count("cuLaunchKernel") - launches0;
+    if (ipc ? launches == 0 || mock.count("cuIpcOpenMemHandle") == 0 : launches != 0) {
+        fprintf(stderr, "FAIL rank %d: %lu kernel launches, %lu IPC opens with%s the IPC path\n",
+                rank, launches, mock.count("cuIpcOpenMemHandle"), ipc ? "" : "out");
+        bad++;
+    }
     if (cuda != want_cuda || handled != want_handled) {
         fprintf(stderr,
                 "FAIL rank %d: %ld calls, counters say handled %llu (expected %llu), cuda %llu "

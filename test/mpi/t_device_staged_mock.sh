@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The staged device path without a GPU: "device" buffers from the mock CUDA driver, 2 and 3
-# ranks, one node and two virtual nodes (see mock_device.c); then with the device stage off, and
-# with small calls delegated.
+# ranks, one node and two virtual nodes (see mock_device.c); then the CUDA IPC path, the device
+# stage off, and small calls delegated.
 . "$NVF_SRC/test/lib.sh"
 prog="$NVF_BUILD/test/mpi/mock_device"
 mockdir="$NVF_BUILD/test/unit/mock_cuda"
@@ -12,6 +12,11 @@ for np in 2 3; do
         nvf_fail "$np ranks"
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" UCX_TLS=tcp nvf_mpirun $np -x LD_LIBRARY_PATH \
         --mca coll_nvfabric_virtual_node_size 1 "$prog" || nvf_fail "$np ranks, virtual nodes of 1"
+done
+# the CUDA IPC path (peers' buffers mapped, kernels), and its fallback to the staged path
+for np in 2 3; do
+    LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun $np -x LD_LIBRARY_PATH \
+        --mca coll_nvfabric_cuda_ipc true "$prog" --ipc || nvf_fail "$np ranks, CUDA IPC path"
 done
 # the device stage switched off: host copies through the host path, 3 ranks (mixed kinds included)
 LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun 3 -x LD_LIBRARY_PATH \
