@@ -166,7 +166,9 @@ nvf_status_t nvf_cuda_host_unregister(nvf_cuda_dev_t *d, void *host);
 
 /* out[i] = src[0][i] op src[1][i] op ... op src[nsrc-1][i], left to right (a fixed order: the same
  * inputs give the same bits on every rank and every run, and the same bits as the host's
- * nvf_reduce_many). out may equal src[0]; otherwise no two buffers overlap. Buffers may be this
+ * nvf_reduce_many). out may equal any one src (each element is read from every source before
+ * it is written: the engine's in-place CUDA IPC call writes over its own src[me]); otherwise no
+ * two buffers overlap. Buffers may be this
  * process's device memory, IPC mappings of peers' buffers, managed or device-mapped host memory.
  * 16-byte loads when every pointer is 16-byte aligned, element loads otherwise; the grid follows
  * the count and the SM count. NVF_ERR_UNSUPPORTED if the device has no kernel for (dt, op)

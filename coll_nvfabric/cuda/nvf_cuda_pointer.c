@@ -2,9 +2,11 @@
  * nvf_cuda_pointer.c: what the driver knows about a buffer (cuPointerGetAttributes).
  *
  * The classification query is on every MPI_Allreduce: one driver call per buffer, asking only
- * attributes that every driver since CUDA 11.0 knows (an unknown attribute would fail the whole
- * query and turn device memory into "host"). Any error means "not a device pointer", including
- * CUDA_ERROR_NOT_INITIALIZED. Must never call cuInit, allocate, lock or log on that path.
+ * attributes that every driver since CUDA 11.0 knows. Should a driver still refuse one of them
+ * (CUDA_ERROR_INVALID_VALUE) for some kind of memory, the two that decide the kind are asked
+ * alone: reading device memory as host memory would crash. Any other error means "not a device
+ * pointer", including CUDA_ERROR_NOT_INITIALIZED. Must never call cuInit, allocate, lock or log
+ * on that path.
  */
 #include "nvf_cuda_driver.h"
 
@@ -39,8 +41,25 @@ nvf_memkind_t nvf_cuda_ptr_query(const void *p, nvf_cuda_ptr_info_t *info)
         CU_POINTER_ATTRIBUTE_RANGE_SIZE,
     };
     void *data[] = {&mem_type, &is_managed, &ordinal, &ctx, &buffer_id, &range_start, &range_size};
-    if (nvf_cu.cuPointerGetAttributes(sizeof(attrs) / sizeof(attrs[0]), attrs, data,
-                                      (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+    CUresult r = nvf_cu.cuPointerGetAttributes(sizeof(attrs) / sizeof(attrs[0]), attrs, data,
+                                               (CUdeviceptr)(uintptr_t)p);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        /* the kind alone (no context, buffer id or range: the caller finds the device by its
+         * ordinal, and the IPC path, which needs the range, declines) */
+        mem_type = 0;
+        is_managed = 0;
+        ordinal = -1;
+        ctx = NULL;
+        buffer_id = 0;
+        range_start = 0;
+        range_size = 0;
+        CUpointer_attribute kind_attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                            CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+        void *kind_data[] = {&mem_type, &is_managed, &ordinal};
+        r = nvf_cu.cuPointerGetAttributes(3, kind_attrs, kind_data, (CUdeviceptr)(uintptr_t)p);
+    }
+    if (r != CUDA_SUCCESS)
         return NVF_MEM_HOST;
 
     if (is_managed)

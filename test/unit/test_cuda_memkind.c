@@ -242,8 +242,19 @@ static int scenario_errors(void)
     m.fail("cuPointerGetAttributes", CUDA_ERROR_INVALID_CONTEXT, 1);
     EXPECT_KIND(NULL, dev, NVF_MEM_HOST);
     EXPECT_KIND(NULL, dev, NVF_MEM_DEVICE); /* the fault is gone */
+    /* an attribute refused (CUDA_ERROR_INVALID_VALUE): the kind is asked alone, device memory
+     * must never pass for host memory */
     m.fail("cuPointerGetAttributes", CUDA_ERROR_INVALID_VALUE, 1);
-    EXPECT_KIND(dev, dev, NVF_MEM_HOST);
+    EXPECT_KIND(dev, dev, NVF_MEM_DEVICE);
+    nvf_cuda_ptr_info_t info;
+    m.fail("cuPointerGetAttributes", CUDA_ERROR_INVALID_VALUE, 1);
+    CHECK(nvf_cuda_ptr_query((char *)dev + 8, &info) == NVF_MEM_DEVICE && info.device == 0 &&
+              info.context == NULL && info.base == 0,
+          "the kind alone: device %d, no context or range", info.device);
+    nvf_cuda_dev_t *d = NULL;
+    CHECK(nvf_cuda_dev_for_buffer(&info, &d) == NVF_OK && d != NULL, "found by its ordinal");
+    m.fail("cuPointerGetAttributes", CUDA_ERROR_INVALID_VALUE, 2); /* refused twice: host */
+    EXPECT_KIND(NULL, dev, NVF_MEM_HOST);
     CHECK(errors_logged == 0, "expected errors must stay quiet");
     return nvf_test_finish("test_cuda_memkind/errors");
 }
