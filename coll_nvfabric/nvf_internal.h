@@ -86,11 +86,20 @@ bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes);
 nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
                            nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
 
-/* nvf_wait.c: wait until *word >= value (a peer's progress in the segment), spinning, then
- * yielding; NVF_ERR_PEER if a rank failed meanwhile; after 60 s, one error line naming what
- * (`what`: "local rank 2's input to a small MPI_Allreduce") and the likely cause. */
-nvf_status_t nvf_wait_at_least(nvf_comm_t *c, const _Atomic uint64_t *word, uint64_t value,
-                               const char *what, int peer);
+/* Wait until *word >= value (a peer's progress in the segment), spinning, then yielding;
+ * NVF_ERR_PEER if a rank failed meanwhile; after 60 s, one error line naming what (`what`:
+ * "input to a small MPI_Allreduce", of local rank `peer`) and the likely cause. The word is
+ * looked at here first, so a peer that is already there costs no call (the inline small path);
+ * the waiting itself is in nvf_wait.c. */
+nvf_status_t nvf_wait_slow(nvf_comm_t *c, const _Atomic uint64_t *word, uint64_t value,
+                           const char *what, int peer);
+static inline nvf_status_t nvf_wait_at_least(nvf_comm_t *c, const _Atomic uint64_t *word,
+                                             uint64_t value, const char *what, int peer)
+{
+    if (atomic_load_explicit(word, memory_order_acquire) >= value)
+        return NVF_OK;
+    return nvf_wait_slow(c, word, value, what, peer);
+}
 
 /* nvf_ipc.c: whether device-memory calls on this communicator try the CUDA IPC path (cuda_ipc,
  * one node of several ranks: every rank alike), and the call: *ran false (and NVF_OK) when some

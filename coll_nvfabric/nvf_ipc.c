@@ -23,8 +23,6 @@
 #include "nvf_internal.h"
 #include "nvf_log.h"
 
-#include <string.h>
-
 bool nvf_ipc_wanted(const nvf_comm_t *c)
 {
     return c->cfg.cuda_ipc && c->topo.nnodes == 1 && c->topo.local_size > 1;

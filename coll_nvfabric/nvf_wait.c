@@ -11,8 +11,8 @@
 
 #include <sched.h>
 
-nvf_status_t nvf_wait_at_least(nvf_comm_t *c, const _Atomic uint64_t *word, uint64_t value,
-                               const char *what, int peer)
+nvf_status_t nvf_wait_slow(nvf_comm_t *c, const _Atomic uint64_t *word, uint64_t value,
+                           const char *what, int peer)
 {
     unsigned spins = 0;
     double since = 0;

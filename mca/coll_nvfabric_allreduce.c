@@ -6,9 +6,10 @@
  * collectives, so every rank of a call must take the same branch: the decisions taken here
  * depend on arguments that MPI requires to be the same on every rank (count, datatype, op) and
  * on parameters, not on the kind of memory a rank passes (ranks may pass host memory to a call
- * where others pass device memory). The one exception is coll_nvfabric_host=off, which by
- * definition sends host buffers to the saved module and device buffers to the engine: with it,
- * the ranks of one call must pass the same kind (README, Limitations). Setup, verbose text and
+ * where others pass device memory). The one exception here is coll_nvfabric_host=off, which by
+ * definition sends host buffers to the saved module and device buffers to the engine: with it
+ * (and, inside the engine, with coll_nvfabric_cuda_ipc=true) the ranks of one call must pass
+ * the same kind (README, Limitations). Setup, verbose text and
  * help messages live elsewhere.
  */
 #include "coll_nvfabric.h"
