@@ -87,6 +87,9 @@ typedef struct nvf_config {
     double inter_alpha_us;
     double inter_bw_gbs;
     double reduce_bw_gbs;    /* host reduction throughput (bytes of input per second) */
+    double cache_speedup;    /* host copies and reductions run this many times faster where the
+                              * host's ranks' inputs and outputs fit its last-level cache (1:
+                              * no cache regime in the model) */
     bool cuda_enable;        /* use the device stage when a driver is present */
     bool cuda_ipc;           /* one node, device buffers: CUDA IPC two-shot (nvf_ipc.c), not yet
                               * run on a GPU: off by default */

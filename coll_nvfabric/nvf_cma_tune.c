@@ -65,6 +65,8 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
                               .uniform = true,
                               .cma = true,
                               .cores_shared = c->cores_shared,
+                              .cache_bytes = c->cache_bytes,
+                              .host_ranks = c->host_ranks,
                               .llc_bytes = c->llc_bytes,
                               .node_cpus = c->node_cpus};
     nvf_config_t cfgs[2] = {c->cfg, c->cfg};

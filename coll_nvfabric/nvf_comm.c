@@ -121,12 +121,14 @@ static int node_cpus(const nvf_topo_t *t, const cpu_set_t *masks)
 }
 
 /* Whether some host (ranks with equal keys; virtual nodes do not matter) runs more of the
- * communicator's ranks than the union of their masks has CPUs. The same answer on every rank. */
-static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t *masks)
+ * communicator's ranks than the union of their masks has CPUs, and the most ranks on one host
+ * (*most). The same answers on every rank. */
+static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t *masks, int *most)
 {
     bool *done = calloc((size_t)size, sizeof(bool));
     bool over = false;
-    for (int r = 0; r < size && !over; r++) {
+    *most = 0;
+    for (int r = 0; r < size; r++) {
         if (done != NULL && done[r])
             continue;
         cpu_set_t cpus;
@@ -140,7 +142,9 @@ static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t 
                 if (done != NULL)
                     done[q] = true;
             }
-        over = ranks > CPU_COUNT(&cpus);
+        over = over || ranks > CPU_COUNT(&cpus);
+        if (ranks > *most)
+            *most = ranks;
     }
     free(done);
     return over;
@@ -181,8 +185,22 @@ static nvf_status_t setup(nvf_comm_t *c)
         return NVF_ERR_PEER;
     }
     st = nvf_topo_build(&c->topo, c->oob.rank, c->oob.size, keys, cfg->virtual_node_size);
-    c->cores_shared = any_host_oversubscribed(c->oob.size, keys, masks);
+    c->cores_shared = any_host_oversubscribed(c->oob.size, keys, masks, &c->host_ranks);
     c->llc_bytes = nvf_llc_bytes();
+    /* the model's cache regime decides plans: the smallest cache of all hosts, on every rank */
+    uint64_t llc = c->llc_bytes, *llcs = malloc((size_t)c->oob.size * sizeof(uint64_t));
+    if (llcs == NULL || c->oob.allgather(c->oob.ctx, &llc, llcs, sizeof(llc)) != 0) {
+        free(keys);
+        free(masks);
+        free(llcs);
+        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
+        return NVF_ERR_PEER;
+    }
+    c->cache_bytes = llc;
+    for (int r = 0; r < c->oob.size; r++)
+        if (llcs[r] < c->cache_bytes)
+            c->cache_bytes = llcs[r];
+    free(llcs);
     const int ncpu = st == NVF_OK ? node_cpus(&c->topo, masks) : 0;
     c->node_cpus = ncpu;
     free(keys);
@@ -317,13 +335,18 @@ static nvf_status_t setup(nvf_comm_t *c)
         snprintf(stream_text, sizeof(stream_text),
                  ", results streamed into recvbuf from %zu bytes (last-level cache %zu bytes)",
                  stream_min, c->llc_bytes);
+    char cache_text[112] = "";
+    if (cfg->cache_speedup > 1)
+        snprintf(cache_text, sizeof(cache_text),
+                 ", model: copies %.2fx faster within %zu bytes of cache for %d ranks on a host",
+                 cfg->cache_speedup, c->cache_bytes, c->host_ranks);
     nvf_log(
-        1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s",
+        1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s%s",
         t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank, t->local_size,
         c->shm.size, c->have_rail ? ", UCX rail connected" : "",
         c->cma ? ", single-copy (CMA) path available" : "",
         c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)" : "",
-        stream_text);
+        stream_text, cache_text);
     return NVF_OK;
 }
 
@@ -463,6 +486,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
                               .device = false,
                               .cma = cma,
                               .cores_shared = c->cores_shared,
+                              .cache_bytes = c->cache_bytes,
+                              .host_ranks = c->host_ranks,
                               .llc_bytes = c->llc_bytes,
                               .node_cpus = c->node_cpus};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);

@@ -32,6 +32,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->inter_alpha_us = 5.0;
     cfg->inter_bw_gbs = 10.0;
     cfg->reduce_bw_gbs = 17.0;
+    cfg->cache_speedup = 1.0; /* off until bench/nvf_calibrate measures it for the machine */
     cfg->cuda_enable = true;
     cfg->cuda_ipc = false; /* until a GPU run has checked it (README, Limitations) */
     cfg->cma_enable = true;
@@ -91,6 +92,8 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
               "intra_alpha/inter_alpha: latencies must be >= 0 microseconds");
     NVF_CHECK(cfg->intra_bw_gbs > 0 && cfg->inter_bw_gbs > 0 && cfg->reduce_bw_gbs > 0,
               "intra_bw/inter_bw/reduce_bw: bandwidths must be > 0 GB/s");
+    NVF_CHECK(cfg->cache_speedup >= 1 && cfg->cache_speedup <= 100,
+              "cache_speedup=%g: must be between 1 (no cache regime) and 100", cfg->cache_speedup);
     return NVF_OK;
 }
 

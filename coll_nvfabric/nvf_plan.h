@@ -55,6 +55,10 @@ typedef struct nvf_plan_shape {
     size_t llc_bytes;  /* this host's last-level cache (0: unknown) and the CPUs my node's ranks */
     int node_cpus;     /* run on (0: unknown): they decide only plan->stream, nothing of the
                         * protocol, so they may differ between hosts */
+    /* the smallest last-level cache of the communicator's hosts and the most of its ranks on
+     * one host (0: unknown): alike on every rank, so the model's cache regime may decide plans */
+    size_t cache_bytes;
+    int host_ranks;
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
@@ -63,6 +67,11 @@ void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf
  * at once (2 x bytes x the fewer of local_size and node_cpus) reach half the last-level cache
  * (32 MiB where it is unknown). */
 size_t nvf_plan_stream_min(const nvf_config_t *cfg, const nvf_plan_shape_t *shape);
+/* The share of a host plan's copy and reduction time left where the inputs and outputs of the
+ * host's ranks (2 x bytes x host_ranks) fit, wholly or in part, in the last-level cache: 1 where
+ * cache_speedup is 1 or the cache or rank count is unknown; 1/cache_speedup where they fit; in
+ * between, the cached fraction of the working set runs cache_speedup times faster. */
+double nvf_plan_cache_scale(const nvf_config_t *cfg, const nvf_plan_shape_t *shape);
 /* The model's time (microseconds) for `plan` on `shape`. */
 double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *shape,
                         const nvf_plan_t *plan);

@@ -116,6 +116,11 @@ int mca_coll_nvfabric_register_params(void)
     reg_double("inter_bw", "Cost model: inter-node bandwidth per rail (GB/s)", &cfg->inter_bw_gbs);
     reg_double("reduce_bw", "Cost model: host reduction throughput per rank (GB/s of input)",
                &cfg->reduce_bw_gbs);
+    reg_double("cache_speedup",
+               "Cost model: how many times faster host copies and reductions run where the "
+               "inputs and outputs of a host's ranks fit its last-level cache (1: the model "
+               "has no cache regime; bench/nvf_calibrate measures it)",
+               &cfg->cache_speedup);
     reg_bool("cuda",
              "Use the CUDA device stage when a driver and a GPU are present (false: device "
              "buffers are copied to host memory and reduced there)",

@@ -7,7 +7,7 @@ echo "$out"
 ompi_info | grep -q 'MCA coll: nvfabric' || nvf_fail "ompi_info does not list coll nvfabric"
 for p in priority verbose host host_auto_min virtual_node_size one_shot_max shm_block_size \
     shm_nsets pipeline_depth spin_before_yield inter inter_rd_max inter_algorithm inter_slot_size \
-    intra_alpha intra_bw inter_alpha inter_bw reduce_bw cuda cuda_ipc cma cma_oversubscribed cma_min cma_max cma_tune \
+    intra_alpha intra_bw inter_alpha inter_bw reduce_bw cache_speedup cuda cuda_ipc cma cma_oversubscribed cma_min cma_max cma_tune \
     stream stream_min; do
     line=$(echo "$out" | grep -A1 "parameter \"coll_nvfabric_$p\"") || nvf_fail "parameter coll_nvfabric_$p missing"
     desc=$(echo "$line" | sed -n 2p | sed 's/^ *//')

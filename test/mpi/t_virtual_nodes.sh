@@ -46,10 +46,11 @@ out=$(nvf_mpirun 2 --mca coll_nvfabric_inter_algorithm fastest "$probe" 2>&1) ||
     nvf_fail "bad inter_algorithm: expected one clear message, got: $out"
 echo "$out" | grep -q 'wrong_results=0' || nvf_fail "bad inter_algorithm: wrong results"
 
-echo "== bitwise and stress on 2 x 2 and 3 + 1 virtual nodes"
+echo "== bitwise and stress on 2 x 2 and 3 + 1 virtual nodes (bitwise: the model's cache regime on)"
 for v in 2 3; do
     UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size $v \
-        "$NVF_BUILD/test/mpi/bitwise" || nvf_fail "bitwise, virtual nodes of $v"
+        --mca coll_nvfabric_cache_speedup 4 "$NVF_BUILD/test/mpi/bitwise" ||
+        nvf_fail "bitwise, virtual nodes of $v"
     UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size $v \
         --mca coll_nvfabric_shm_block_size 16384 --mca coll_nvfabric_one_shot_max 4096 \
         --mca coll_nvfabric_inter_slot_size 4096 "$NVF_BUILD/test/mpi/stress" 1500 100000 ||

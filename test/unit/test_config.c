@@ -6,6 +6,8 @@
 #include "coll_nvfabric/nvf.h"
 #include "nvf_test.h"
 
+#include <math.h>
+
 #include <string.h>
 
 static void expect_invalid(nvf_config_t cfg, const char *param)
@@ -58,6 +60,11 @@ int main(void)
     cfg = def;
     cfg.intra_bw_gbs = 0;
     expect_invalid(cfg, "intra_bw");
+    cfg = def;
+    cfg.cache_speedup = 0.5;
+    expect_invalid(cfg, "cache_speedup");
+    cfg.cache_speedup = NAN;
+    expect_invalid(cfg, "cache_speedup");
     cfg = def;
     cfg.host_mode = (nvf_host_mode_t)7;
     expect_invalid(cfg, "host");

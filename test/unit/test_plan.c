@@ -6,6 +6,8 @@
  * copies from cma_min where the ranks can use them (one node, or nodes alike). The plan's
  * predicted time is the model's time for that plan; a pipelined hierarchical plan on host
  * memory overlaps its stages unless a host has more ranks than CPUs (then the stages add up).
+ * Host copies and reductions of the intra-node stage run cache_speedup times faster on the part
+ * of the host's working set that fits its last-level cache.
  * The measured single-copy window is the longest run of sizes at which the single copies won
  * (against a brute-force search over random measurements), bounded halfway to its neighbours.
  * Results stream into the receive buffer from stream_min, or (auto) from where the inputs and
@@ -125,6 +127,62 @@ static void check_cores_shared(const nvf_config_t *cfg0)
         CHECK(fabs(nvf_plan_predict(&cfg, &sh, &q) - dev) < 1e-9,
               "%dx%d, %zu B, device %s: the copy engines overlap whatever the cores", sh.nnodes,
               sh.local_size, cases[i].bytes, q.name);
+    }
+}
+
+/* The cache regime: with intra_alpha 0, a single-node host plan's time is all copies and
+ * reductions, so it scales by the share of them left where the host's working set (2 x bytes x
+ * host_ranks) fits the cache: 1/speedup where it all fits, (1 - f) + f/speedup where a fraction
+ * f of it does; a hierarchical plan's inter-node part does not scale; device plans, an unknown
+ * cache or rank count, and cache_speedup 1 leave the model as it was. */
+static void check_cache_regime(const nvf_config_t *cfg0)
+{
+    const struct {
+        size_t bytes, cache;
+        int host_ranks, local_size, nnodes;
+        double speedup;
+    } cases[] = {
+        {1 << 20, 32 << 20, 4, 4, 1, 3.0}, {4 << 20, 32 << 20, 4, 4, 1, 3.0},
+        {8 << 20, 32 << 20, 4, 4, 1, 3.0}, {16 << 20, 32 << 20, 4, 2, 1, 2.5},
+        {4096, 1 << 20, 2, 2, 1, 4.0},     {1 << 20, 0, 4, 4, 1, 3.0},
+        {1 << 20, 32 << 20, 0, 4, 1, 3.0}, {1 << 20, 32 << 20, 4, 4, 1, 1.0},
+        {1 << 20, 32 << 20, 4, 2, 2, 3.0}, {16 << 20, 32 << 20, 4, 2, 2, 2.0},
+        {3 << 20, 8 << 20, 8, 4, 2, 5.0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        nvf_config_t cfg = *cfg0, off;
+        cfg.intra_alpha_us = 0;
+        cfg.cache_speedup = cases[i].speedup;
+        off = cfg;
+        off.cache_speedup = 1;
+        nvf_plan_shape_t sh = shape(cases[i].bytes, cases[i].local_size, cases[i].nnodes, true);
+        sh.cache_bytes = cases[i].cache;
+        sh.host_ranks = cases[i].host_ranks;
+        sh.cores_shared = true;
+        double ws = 2.0 * (double)cases[i].bytes * cases[i].host_ranks, f = 0;
+        if (cases[i].cache != 0 && cases[i].host_ranks > 0)
+            f = ws <= (double)cases[i].cache ? 1 : (double)cases[i].cache / ws;
+        double want = (1 - f) + f / cases[i].speedup;
+        CHECK(fabs(nvf_plan_cache_scale(&cfg, &sh) - want) < 1e-12,
+              "%zu B, %d ranks, cache %zu, x%g: scale %g, want %g", cases[i].bytes, sh.host_ranks,
+              sh.cache_bytes, cases[i].speedup, nvf_plan_cache_scale(&cfg, &sh), want);
+        nvf_plan_t p;
+        nvf_plan_choose(&off, &sh, &p);
+        double inter = 0;
+        if (p.alg == NVF_ALG_HIER) { /* the inter-node part, as the model has it either way */
+            double blk = (double)(p.block_elems < sh.count ? p.block_elems : sh.count) * 4;
+            double nb = ceil((double)cases[i].bytes / ((double)p.block_elems * 4));
+            inter = nb * nvf_plan_inter_us(&cfg, p.inter, sh.nnodes, blk / (double)sh.local_size);
+        }
+        double before = nvf_plan_predict(&off, &sh, &p), after = nvf_plan_predict(&cfg, &sh, &p);
+        CHECK(fabs(after - (inter + want * (before - inter))) < 1e-9 * before,
+              "%dx%d, %zu B, %s: %g us with the cache regime, %g without, inter %g, share %g",
+              sh.nnodes, sh.local_size, cases[i].bytes, p.name, after, before, inter, want);
+        sh.device = true;
+        nvf_plan_choose(&off, &sh, &p);
+        CHECK(nvf_plan_cache_scale(&cfg, &sh) == 1 &&
+                  nvf_plan_predict(&cfg, &sh, &p) == nvf_plan_predict(&off, &sh, &p),
+              "%zu B, device %s: no cache regime on device memory", cases[i].bytes, p.name);
     }
 }
 
@@ -348,6 +406,7 @@ int main(void)
     }
 
     check_cores_shared(&cfg);
+    check_cache_regime(&cfg);
     check_cma_window();
     check_stream(&cfg);
     check_live_path();
