@@ -335,6 +335,10 @@ static nvf_status_t setup(nvf_comm_t *c)
         snprintf(stream_text, sizeof(stream_text),
                  ", results streamed into recvbuf from %zu bytes (last-level cache %zu bytes)",
                  stream_min, c->llc_bytes);
+    char rail_text[96] = "";
+    if (c->have_rail)
+        snprintf(rail_text, sizeof(rail_text), ", UCX rail connected (messages of %zu bytes, %s)",
+                 c->rail.slot_bytes, c->rail.any_am ? "active messages on some rail" : "puts");
     char cache_text[112] = "";
     if (cfg->cache_speedup > 1)
         snprintf(cache_text, sizeof(cache_text),
@@ -343,8 +347,7 @@ static nvf_status_t setup(nvf_comm_t *c)
     nvf_log(
         1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s%s",
         t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank, t->local_size,
-        c->shm.size, c->have_rail ? ", UCX rail connected" : "",
-        c->cma ? ", single-copy (CMA) path available" : "",
+        c->shm.size, rail_text, c->cma ? ", single-copy (CMA) path available" : "",
         c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)" : "",
         stream_text, cache_text);
     return NVF_OK;

@@ -24,7 +24,7 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->inter_enable = true;
     cfg->inter_rd_max_bytes = 65536;
     cfg->inter_large = NVF_INTER_LARGE_AUTO;
-    cfg->inter_slot_bytes = 262144;
+    cfg->inter_slot_bytes = 0; /* auto: by transport (nvf_inter.h) */
     /* cost model: intra-node and reduction figures measured by bench/nvf_calibrate on the
      * project's 2-core test machine; inter-node ones for a typical 100 Gb/s RDMA network */
     cfg->intra_alpha_us = 0.3;
@@ -85,8 +85,9 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
                   cfg->inter_large == NVF_INTER_LARGE_RING ||
                   cfg->inter_large == NVF_INTER_LARGE_RHD,
               "inter_algorithm: must be auto, ring or rhd");
-    NVF_CHECK(cfg->inter_slot_bytes >= 4096 && cfg->inter_slot_bytes <= ((size_t)1 << 30),
-              "inter_slot_size=%zu: must be between 4096 and 1073741824 bytes",
+    NVF_CHECK(cfg->inter_slot_bytes == 0 ||
+                  (cfg->inter_slot_bytes >= 4096 && cfg->inter_slot_bytes <= ((size_t)1 << 30)),
+              "inter_slot_size=%zu: must be 0 (auto) or between 4096 and 1073741824 bytes",
               cfg->inter_slot_bytes);
     NVF_CHECK(cfg->intra_alpha_us >= 0 && cfg->inter_alpha_us >= 0,
               "intra_alpha/inter_alpha: latencies must be >= 0 microseconds");

@@ -4,7 +4,8 @@
  * all-gather, as non-blocking state machines over the channel primitives of nvf_transport_t.
  *
  * Each step sends one part of the buffer to one peer and receives one part from one peer, in
- * messages of at most slot_bytes. A received message is processed (reduced or copied into the
+ * messages of at most slot_bytes (on rails with min_msg_bytes, a quarter of the part where that
+ * lies between the two). A received message is processed (reduced or copied into the
  * buffer) only once the puts that read the bytes it overwrites have completed locally, so no put
  * ever reads memory that is being written, while puts of other parts stay in flight (the ring's
  * reduce-scatter never waits). Must not block: every wait is a test.
@@ -53,6 +54,16 @@ static int rd_real(int p, int vid)
 int nvf_inter_max_peers(int p)
 {
     return 3 + log2_exact(p);
+}
+
+size_t nvf_rail_put_slot_bytes(int p)
+{
+    const size_t granule = (size_t)64 << 10;
+    size_t b = NVF_RAIL_SLOT_BUDGET / ((size_t)NVF_INTER_NSLOTS * (size_t)nvf_inter_max_peers(p));
+    b = b / granule * granule;
+    return b < NVF_RAIL_AM_SLOT_BYTES  ? NVF_RAIL_AM_SLOT_BYTES
+           : b > NVF_RAIL_PUT_SLOT_MAX ? NVF_RAIL_PUT_SLOT_MAX
+                                       : b;
 }
 
 static void add_unique(int *list, int *n, int v)
@@ -408,11 +419,26 @@ void nvf_inter_abort(nvf_inter_op_t *op)
         tp->recv_unpost(tp->ctx, op->rail->rank_of[op->recv.peer]);
 }
 
+/* Elements per message of a transfer of `elems`: the slot's worth; on rails with a smallest
+ * message (large put slots), a quarter of the transfer where that lies between the two, so that
+ * a step's part still flows as several messages (the receiver reduces one while the next
+ * arrives). Sender and receiver of a transfer split it alike: both know its size. */
+static size_t msg_elems(const nvf_inter_op_t *op, size_t elems)
+{
+    const size_t max = op->rail->slot_bytes / op->esize, min = op->rail->min_msg_bytes / op->esize;
+    if (max == 0)
+        return 1;
+    if (min == 0 || min >= max)
+        return max;
+    size_t part = (elems + NVF_INTER_MSG_PARTS - 1) / NVF_INTER_MSG_PARTS;
+    part = part < min ? min : part;
+    return part < max ? part : max;
+}
+
 nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
 {
     const nvf_rail_t *rail = op->rail;
     const nvf_transport_t *tp = &rail->tp;
-    const size_t chunk = rail->slot_bytes / op->esize;
     nvf_status_t st;
     *done = false;
     tp->progress(tp->ctx);
@@ -422,6 +448,7 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             op->step_ready = true;
         }
         nvf_inter_xfer_t *s = &op->send, *r = &op->recv;
+        const size_t chunk = msg_elems(op, s->elems), rchunk = msg_elems(op, r->elems);
         while (s->peer >= 0 && s->issued < s->elems) {
             size_t n = s->elems - s->issued < chunk ? s->elems - s->issued : chunk;
             const char *lo = s->ptr + s->issued * op->esize, *hi = lo + n * op->esize;
@@ -442,12 +469,12 @@ nvf_status_t nvf_inter_progress(nvf_inter_op_t *op, bool *done)
             s->issued += n;
         }
         if (tp->recv_post != NULL && r->peer >= 0)
-            post_landings(op, tp, chunk);
+            post_landings(op, tp, rchunk);
         while (r->peer >= 0 && r->issued < r->elems) {
             const void *data;
             if (!tp->recv_test(tp->ctx, rail->rank_of[r->peer], &data))
                 break;
-            size_t n = r->elems - r->issued < chunk ? r->elems - r->issued : chunk;
+            size_t n = r->elems - r->issued < rchunk ? r->elems - r->issued : rchunk;
             if (data != NULL) { /* NULL: applied in place as it arrived */
                 const char *c0 = r->ptr + r->issued * op->esize, *c1 = c0 + n * op->esize;
                 if (!writable(op, tp, c0, c1))

@@ -37,15 +37,36 @@ typedef struct nvf_transport {
 
 /* A rail: my peers for the inter-node stage, and the channels to them. */
 typedef struct nvf_rail {
-    int p;        /* peers on the rail (one per node) */
-    int me;       /* my index on the rail */
-    int *rank_of; /* [p] communicator rank of each rail index (the transport's peer ids) */
-    size_t slot_bytes;
+    int p;                /* peers on the rail (one per node) */
+    int me;               /* my index on the rail */
+    int *rank_of;         /* [p] communicator rank of each rail index (the transport's peer ids) */
+    size_t slot_bytes;    /* the largest message (the algorithms split their parts into these) */
+    size_t min_msg_bytes; /* 0, or messages may be smaller than slot_bytes down to this, so
+                           * that a step's part goes as NVF_INTER_MSG_PARTS messages */
+    bool any_am;          /* some rank of the communicator sends over its rail by active messages */
     nvf_transport_t tp;
     void *owner; /* what nvf_rail_close frees (nvf_rail.c) */
 } nvf_rail_t;
 
 #define NVF_INTER_NSLOTS 4
+
+/* coll_nvfabric_inter_slot_size 0 (auto): rails whose channels all write by RDMA put move
+ * messages of up to NVF_RAIL_PUT_SLOT_MAX bytes, as far as a rank's receive slots stay within
+ * NVF_RAIL_SLOT_BUDGET bytes (nvf_rail_put_slot_bytes); where any channel of the communicator
+ * sends by active messages (tcp), messages of NVF_RAIL_AM_SLOT_BYTES. Measured 2026-12-07 on the
+ * 2-core VM, 4 virtual nodes of 1 rank: over shared memory, 16 MiB took 15-46 ms with 256 KiB
+ * slots and 9-13 ms with 2 MiB ones (Open MPI's tuned: 15-19 ms); over tcp, 29 ms with 256 KiB
+ * and 39-51 ms with 1-2 MiB. At 2-4 MiB whole-part messages of 2 MiB slots lost to 256 KiB
+ * ones (median 1.4 against 1.0 ms at 2 MiB): put rails split each step's part into
+ * NVF_INTER_MSG_PARTS messages of at least NVF_RAIL_AM_SLOT_BYTES (rail->min_msg_bytes). */
+#define NVF_RAIL_AM_SLOT_BYTES ((size_t)256 << 10)
+#define NVF_INTER_MSG_PARTS 4
+#define NVF_RAIL_PUT_SLOT_MAX ((size_t)2 << 20)
+#define NVF_RAIL_SLOT_BUDGET ((size_t)40 << 20)
+/* The receive-slot size of an auto rail of p nodes: the budget over NVF_INTER_NSLOTS slots per
+ * peer a rank may receive from (nvf_inter_max_peers), between the two sizes above, in whole
+ * 64 KiB. The same on every rank. */
+size_t nvf_rail_put_slot_bytes(int p);
 
 /* The rail indices I send to and receive from under any algorithm (for the mesh). Each list
  * has at most nvf_inter_max_peers(p) entries; returns their numbers. */
@@ -99,8 +120,9 @@ void nvf_inter_abort(nvf_inter_op_t *op);
 struct nvf_topo;
 /* Collective over the whole communicator (every rank calls it, in the same order as the other
  * setup exchanges): builds my rail (local index `topo->local_rank` of every node; `active`
- * false: I take part in the exchange only), its UCX channels, and connects them. Returns my
- * local status; the caller agrees on the outcome with the other ranks. */
+ * false: I take part in the exchange only), its UCX channels, and connects them; slot_bytes 0:
+ * the size by transport (above), agreed among all ranks. Returns my local status; the caller
+ * agrees on the outcome with the other ranks. */
 nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const struct nvf_topo *topo, const nvf_oob_t *oob,
                             size_t slot_bytes, bool active, char *err, size_t errlen);
 /* Local: waits (bounded) until nothing is in flight, then frees the channels. */

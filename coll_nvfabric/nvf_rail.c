@@ -75,6 +75,9 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
 {
     memset(rail, 0, sizeof(*rail));
     nvf_status_t st = NVF_OK;
+    const bool auto_slots = slot_bytes == 0; /* the windows for puts; less below if need be */
+    if (auto_slots)
+        slot_bytes = nvf_rail_put_slot_bytes(topo->nnodes);
     const int maxp = nvf_inter_max_peers(topo->nnodes);
     int *send_to = calloc((size_t)maxp, sizeof(int)),
         *recv_from = calloc((size_t)maxp, sizeof(int));
@@ -144,6 +147,24 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_
         }
     }
     free(blobs);
+    /* auto: messages as large as the windows where every channel of the communicator writes by
+     * put; where any sends by active messages (tcp), small ones on every rank (the receiver
+     * splits a part into messages the way its sender does) */
+    if (auto_slots && lens != NULL) {
+        uint64_t am =
+            st == NVF_OK && active && strstr(nvf_ucx_mesh_protocol(own->mesh), "am") != NULL;
+        if (oob->allgather(oob->ctx, &am, lens, sizeof(uint64_t)) != 0) {
+            if (st == NVF_OK)
+                snprintf(err, errlen, "bootstrap exchange of the rails' protocols failed");
+            st = NVF_ERR_PEER;
+        }
+        for (int r = 0; st == NVF_OK && r < oob->size; r++)
+            rail->any_am = rail->any_am || lens[r] != 0;
+        if (rail->any_am && active)
+            rail->slot_bytes = NVF_RAIL_AM_SLOT_BYTES;
+        else if (active && rail->slot_bytes > NVF_RAIL_AM_SLOT_BYTES)
+            rail->min_msg_bytes = NVF_RAIL_AM_SLOT_BYTES;
+    }
     free(lens);
     free(send_to);
     free(recv_from);

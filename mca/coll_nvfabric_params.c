@@ -105,8 +105,11 @@ int mca_coll_nvfabric_register_params(void)
         "doubling)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->inter_large_text);
-    reg_size("inter_slot_size", "Inter-node stage: bytes of one RDMA receive slot", &nvf_inter_slot,
-             cfg->inter_slot_bytes);
+    reg_size("inter_slot_size",
+             "Inter-node stage: bytes of one receive slot, the largest message (0: auto, up to "
+             "2 MiB where every rail channel writes by RDMA put, 256 KiB where any sends by "
+             "active messages, e.g. over tcp)",
+             &nvf_inter_slot, cfg->inter_slot_bytes);
     reg_double("intra_alpha", "Cost model: intra-node latency per step (microseconds)",
                &cfg->intra_alpha_us);
     reg_double("intra_bw", "Cost model: intra-node copy bandwidth per rank (GB/s)",

@@ -31,6 +31,18 @@ for tls in tcp "posix,sysv,cma,self"; do
     done
 done
 
+echo "== receive slots by transport: 2 MiB for puts (shared memory), 256 KiB where tcp sends active messages"
+for case in "posix,sysv,cma,self:0:2097152 bytes, puts" "tcp:0:262144 bytes, active messages" \
+    "posix,sysv,cma,self:65536:65536 bytes, puts"; do
+    IFS=: read -r tls slot want <<<"$case"
+    out=$(UCX_TLS=$tls nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_verbose 1 \
+        --mca coll_nvfabric_virtual_node_size 1 --mca coll_nvfabric_inter_slot_size "$slot" \
+        "$probe" 2>&1) || nvf_fail "probe, UCX_TLS=$tls, inter_slot_size=$slot: $out"
+    echo "$out" | grep -q 'wrong_results=0' || nvf_fail "UCX_TLS=$tls, slot $slot: wrong results: $out"
+    [ "$(echo "$out" | grep -c "UCX rail connected (messages of $want")" -eq 4 ] ||
+        nvf_fail "UCX_TLS=$tls, inter_slot_size=$slot: not every rank has messages of $want: $out"
+done
+
 echo "== coll_nvfabric_inter_algorithm names the algorithm above inter_rd_max"
 for alg in ring rhd; do
     out=$(UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_verbose 2 \

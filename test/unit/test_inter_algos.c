@@ -14,6 +14,7 @@
 #include "common/nvf_ref.h"
 #include "nvf_test.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define MAXP 9
@@ -48,7 +49,8 @@ typedef struct world {
     int p;
     chan_t ch[MAXP][MAXP]; /* [from][to] */
     unsigned long long rng;
-    bool landings; /* the transport offers receiving in place */
+    bool landings;        /* the transport offers receiving in place */
+    size_t min_msg_bytes; /* the rails split parts into quarters down to this (0: slots) */
 } world_t;
 
 typedef struct peer_ctx {
@@ -199,20 +201,20 @@ static bool run(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, nvf_op_t
         rank_of[r] = r;
     for (int r = 0; r < p; r++) {
         ctx[r] = (peer_ctx_t){w, r};
-        rails[r] = (nvf_rail_t){p,
-                                r,
-                                rank_of,
-                                SLOT,
-                                {.send = t_send,
-                                 .send_idle = t_send_idle,
-                                 .recv_test = t_recv_test,
-                                 .recv_release = t_recv_release,
-                                 .progress = t_progress,
-                                 .failed = t_failed,
-                                 .recv_post = w->landings ? t_recv_post : NULL,
-                                 .recv_unpost = w->landings ? t_recv_unpost : NULL,
-                                 .ctx = &ctx[r]},
-                                NULL};
+        rails[r] = (nvf_rail_t){.p = p,
+                                .me = r,
+                                .rank_of = rank_of,
+                                .slot_bytes = SLOT,
+                                .min_msg_bytes = w->min_msg_bytes,
+                                .tp = {.send = t_send,
+                                       .send_idle = t_send_idle,
+                                       .recv_test = t_recv_test,
+                                       .recv_release = t_recv_release,
+                                       .progress = t_progress,
+                                       .failed = t_failed,
+                                       .recv_post = w->landings ? t_recv_post : NULL,
+                                       .recv_unpost = w->landings ? t_recv_unpost : NULL,
+                                       .ctx = &ctx[r]}};
         nvf_inter_start(&ops[r], &rails[r], alg, ins ? ins[r] : NULL, bufs[r], count, dt, op);
         done[r] = false;
     }
@@ -251,6 +253,7 @@ static void check_case(world_t *w, int p, nvf_inter_alg_t alg, nvf_dtype_t dt, n
     /* in place or from a separate input; with receiving in place or without */
     const bool separate = seed % 2 == 0;
     w->landings = seed % 4 >= 2;
+    w->min_msg_bytes = seed % 3 == 0 ? 8 : 0; /* messages of a quarter of a part, 8..SLOT */
     for (int r = 0; r < p; r++) {
         in[r] = malloc(count * es + 1);
         keep[r] = malloc(count * es + 1);
@@ -339,5 +342,23 @@ int main(void)
                 CHECK(ns[me] <= nvf_inter_max_peers(p), "p=%d: too many peers", p);
             }
     }
+    /* the auto receive-slot size for puts: within its bounds, in 64 KiB, a rank's slots within
+     * the budget (unless at the floor), the largest such size, never larger for more nodes; 2 MiB
+     * on the 4 nodes where it was measured */
+    size_t prev = SIZE_MAX;
+    for (int p = 1; p <= 65536; p = p < 64 ? p + 1 : p * 2) {
+        size_t b = nvf_rail_put_slot_bytes(p), per_peer = NVF_INTER_NSLOTS;
+        size_t slots = per_peer * (size_t)nvf_inter_max_peers(p);
+        CHECK(b >= NVF_RAIL_AM_SLOT_BYTES && b <= NVF_RAIL_PUT_SLOT_MAX && b % 65536 == 0,
+              "p=%d: put slot %zu bytes", p, b);
+        CHECK(b * slots <= NVF_RAIL_SLOT_BUDGET || b == NVF_RAIL_AM_SLOT_BYTES,
+              "p=%d: %zu slots of %zu bytes exceed the budget", p, slots, b);
+        CHECK(b == NVF_RAIL_PUT_SLOT_MAX || (b + 65536) * slots > NVF_RAIL_SLOT_BUDGET,
+              "p=%d: slot %zu bytes, %zu slots: could be larger", p, b, slots);
+        CHECK(b <= prev, "p=%d: slot %zu bytes, more than %zu for fewer nodes", p, b, prev);
+        prev = b;
+    }
+    CHECK(nvf_rail_put_slot_bytes(4) == ((size_t)2 << 20), "4 nodes: put slot %zu bytes",
+          nvf_rail_put_slot_bytes(4));
     return nvf_test_finish("test_inter_algos");
 }
