@@ -48,6 +48,7 @@ static void teardown(nvf_comm_t *c)
     if (c->have_rail)
         nvf_rail_close(&c->rail);
     c->have_rail = false;
+    nvf_stage_unregister_segment(c);
     if (c->shm.base != NULL)
         nvf_shm_detach(&c->shm);
     nvf_topo_free(&c->topo);
@@ -497,6 +498,9 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     const bool timed = cls >= 0 && c->topo.local_rank == 0 && !device;
     const double t0 = timed ? nvf_now_us() : 0;
     const bool small = nvf_small_fits(c, plan, bytes);
+    /* device data copied in and out of the segment: page-locked from the first such call */
+    if ((in_dev || out_dev) && plan->alg != NVF_ALG_DIRECT)
+        nvf_stage_register_segment(c, in_dev && sbuf != NULL ? sbuf : rbuf);
     nvf_status_t st = small ? nvf_small_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev)
                             : nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (timed && st == NVF_OK)

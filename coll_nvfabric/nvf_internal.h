@@ -36,7 +36,10 @@ struct nvf_comm {
     uint64_t ipc_seq;              /* calls that tried the CUDA IPC path (nvf_ipc.c) */
     nvf_cuda_event_t *ipc_ready;   /* recorded on ipc_ready_dev's stream: my inputs are */
     nvf_cuda_dev_t *ipc_ready_dev; /* complete before peers read them (nvf_ipc.c) */
-    char *stage;        /* private host block for the staged device path (made on first use) */
+    char *stage;  /* private host block for the staged device path (made on first use) */
+    int shm_cuda; /* my mapping of the segment registered with CUDA (page-locked) for
+                   * the staged path's copies: 0 not yet tried, 1 registered, -1 refused */
+    nvf_cuda_dev_t *shm_cuda_dev; /* ... through this device's context */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
     size_t llc_bytes;   /* this host's last-level cache (0: unknown), for plan->stream */
@@ -51,6 +54,15 @@ struct nvf_comm {
     bool path_best[NVF_PATH_CLASSES]; /* ... and which was cheaper (true: single copies) */
     nvf_plan_cache_t plans;
 };
+
+/* The staged device path (nvf_stage.c): registers my mapping of the node's segment with CUDA
+ * at the first call with a device buffer `devbuf`, so that the copies in and out of it are
+ * direct DMA instead of the driver's staging through its own page-locked buffers; where the
+ * driver refuses (e.g. the locked-memory limit), the copies go on unregistered (said once, at
+ * verbose level 1). */
+void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf);
+/* Undoes it (before the segment is unmapped). */
+void nvf_stage_unregister_segment(nvf_comm_t *c);
 
 /* A monotonic clock in microseconds (timing the paths, noticing stalls). */
 static inline double nvf_now_us(void)

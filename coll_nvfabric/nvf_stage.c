@@ -5,6 +5,7 @@
  * Synchronous on nvfabric's own stream of the buffer's context; never on the per-element path.
  */
 #include "nvf.h"
+#include "nvf_internal.h"
 #include "nvf_log.h"
 #include "cuda/nvf_cuda.h"
 
@@ -43,4 +44,39 @@ nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t 
     *rkind = nvf_cuda_ptr_query(rbuf, NULL);
     *skind = sbuf != NULL ? nvf_cuda_ptr_query(sbuf, NULL) : *rkind;
     return NVF_OK;
+}
+
+void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf)
+{
+    if (c->shm_cuda != 0 || c->shm.base == NULL || c->shm.size == 0)
+        return;
+    c->shm_cuda = -1;
+    nvf_cuda_ptr_info_t info;
+    nvf_memkind_t k = nvf_cuda_ptr_query(devbuf, &info);
+    nvf_cuda_dev_t *dev = NULL;
+    void *dev_ptr;
+    nvf_status_t st = host_kind(k) ? NVF_ERR_INVALID : nvf_cuda_dev_for_buffer(&info, &dev);
+    if (st == NVF_OK)
+        st = nvf_cuda_host_register(dev, c->shm.base, c->shm.size, &dev_ptr);
+    if (st != NVF_OK) {
+        nvf_log(1,
+                "rank %d: the node's segment (%zu bytes) stays pageable for the staged "
+                "device path (cuMemHostRegister: %s): its copies go through the driver's "
+                "own buffers",
+                c->oob.rank, c->shm.size, nvf_cuda_last_error());
+        return;
+    }
+    c->shm_cuda = 1;
+    c->shm_cuda_dev = dev;
+    nvf_log(2, "rank %d: the node's segment (%zu bytes) registered with CUDA for the staged path",
+            c->oob.rank, c->shm.size);
+}
+
+void nvf_stage_unregister_segment(nvf_comm_t *c)
+{
+    if (c->shm_cuda == 1 && nvf_cuda_host_unregister(c->shm_cuda_dev, c->shm.base) != NVF_OK)
+        nvf_log(1, "rank %d: cuMemHostUnregister of the node's segment failed: %s", c->oob.rank,
+                nvf_cuda_last_error());
+    c->shm_cuda = 0;
+    c->shm_cuda_dev = NULL;
 }

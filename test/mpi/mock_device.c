@@ -21,6 +21,9 @@
  * mock runs them on the CPU); calls where some rank cannot take part (send and receive buffers of
  * different kinds; rank 1 passing pool memory, which CUDA IPC cannot export) must go the staged
  * way on every rank. No mixed-kinds calls there: that path needs every rank's memory alike.
+ * With --expect-registered the node's segment must have been page-locked (cuMemHostRegister) for
+ * the staged copies; with --register-fails the driver refuses that, and the calls must still be
+ * right. Every registration must be released by MPI_Finalize.
  */
 #include "nvf_mpi_test.h"
 #include "unit/mock_cuda/mock_cuda.h"
@@ -97,11 +100,15 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    bool cuda_off = false, ipc = false;
+    bool cuda_off = false, ipc = false, expect_registered = false, register_fails = false;
     size_t auto_min = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--cuda-off") == 0)
             cuda_off = true;
+        else if (strcmp(argv[a], "--expect-registered") == 0)
+            expect_registered = true;
+        else if (strcmp(argv[a], "--register-fails") == 0)
+            register_fails = true;
         else if (strcmp(argv[a], "--ipc") == 0)
             ipc = true;
         else if (strcmp(argv[a], "--auto-min") == 0 && a + 1 < argc)
@@ -115,6 +122,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
+    if (register_fails) /* the driver refuses to page-lock the segment: copies stay pageable */
+        mock.fail("cuMemHostRegister", CUDA_ERROR_OUT_OF_MEMORY, 1 << 30);
     nvf_pvars_open();
     nvf_pvars_t before, after;
     nvf_pvars_read(&before);
@@ -160,6 +169,13 @@ int main(int argc, char **argv)
                 rank, calls, handled, want_handled, cuda, want_cuda);
         bad++;
     }
+    /* the segment page-locked for the staged copies (one node), never with the stage off */
+    const unsigned long registered = mock.count("cuMemHostRegister");
+    if ((expect_registered && registered == 0) || (cuda_off && registered != 0)) {
+        fprintf(stderr, "FAIL rank %d: cuMemHostRegister called %lu times%s\n", rank, registered,
+                cuda_off ? " with the device stage off" : ", the segment never registered");
+        bad++;
+    }
     /* delegated (user-defined op) on device buffers: staged through host memory */
     MPI_Op usum;
     MPI_Op_create(user_sum_int, 1, &usum);
@@ -181,7 +197,15 @@ int main(int argc, char **argv)
             cuda_off ? " (device stage off)" : "", calls, total, cuda);
     nvf_pvars_close();
     MPI_Finalize();
-    /* the component's close released the device state it made */
+    /* the component's close released the device state it made, the segment's registration
+     * included (none to release where the driver refused it) */
+    const unsigned long unregistered = mock.count("cuMemHostUnregister");
+    if (unregistered != (register_fails ? 0 : mock.count("cuMemHostRegister"))) {
+        fprintf(stderr, "FAIL rank %d: %lu host registrations, %lu released%s\n", rank,
+                mock.count("cuMemHostRegister"), unregistered,
+                register_fails ? " (every registration was refused)" : "");
+        return 1;
+    }
     if (mock.count("cuStreamDestroy") < 1 || mock.count("cuDevicePrimaryCtxRelease") < 1) {
         fprintf(stderr, "FAIL rank %d: nvfabric's stream or context not released at MPI_Finalize\n",
                 rank);

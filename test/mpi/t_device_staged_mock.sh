@@ -8,11 +8,14 @@ mockdir="$NVF_BUILD/test/unit/mock_cuda"
 [ -x "$prog" ] || nvf_skip "built without the CUDA toolkit: no device stage"
 make -s -C "$NVF_BUILD" test/unit/mock_cuda/libcuda.so.1 >/dev/null || nvf_fail "cannot build the mock driver"
 for np in 2 3; do
-    LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun $np -x LD_LIBRARY_PATH "$prog" ||
-        nvf_fail "$np ranks"
+    LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun $np -x LD_LIBRARY_PATH "$prog" \
+        --expect-registered || nvf_fail "$np ranks"
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" UCX_TLS=tcp nvf_mpirun $np -x LD_LIBRARY_PATH \
         --mca coll_nvfabric_virtual_node_size 1 "$prog" || nvf_fail "$np ranks, virtual nodes of 1"
 done
+# the driver refuses to page-lock the segment: the staged copies go on through pageable memory
+LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun 2 -x LD_LIBRARY_PATH "$prog" \
+    --register-fails || nvf_fail "2 ranks, cuMemHostRegister refused"
 # the CUDA IPC path (peers' buffers mapped, kernels), and its fallback to the staged path
 for np in 2 3; do
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun $np -x LD_LIBRARY_PATH \
