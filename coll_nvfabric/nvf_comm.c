@@ -110,21 +110,29 @@ static void my_cpus(cpu_set_t *mine)
         CPU_SET((int)i, mine);
 }
 
+/* What each rank tells the others at setup about where it runs. */
+typedef struct rank_place {
+    cpu_set_t cpus; /* its affinity mask */
+    uint64_t llc;   /* its host's last-level cache (bytes, 0: unknown) */
+} rank_place_t;
+
 /* The CPUs the node's ranks may run on: the union of their affinity masks (a rank bound to one
  * core sees only that core in its own mask, yet the ranks together may have one core each). */
-static int node_cpus(const nvf_topo_t *t, const cpu_set_t *masks)
+
+static int node_cpus(const nvf_topo_t *t, const rank_place_t *places)
 {
     cpu_set_t all_cpus;
     CPU_ZERO(&all_cpus);
     for (int k = 0; k < t->local_size; k++)
-        CPU_OR(&all_cpus, &all_cpus, &masks[nvf_topo_member(t, t->node, k)]);
+        CPU_OR(&all_cpus, &all_cpus, &places[nvf_topo_member(t, t->node, k)].cpus);
     return CPU_COUNT(&all_cpus);
 }
 
 /* Whether some host (ranks with equal keys; virtual nodes do not matter) runs more of the
  * communicator's ranks than the union of their masks has CPUs, and the most ranks on one host
  * (*most). The same answers on every rank. */
-static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t *masks, int *most)
+static bool any_host_oversubscribed(int size, const char *keys, const rank_place_t *places,
+                                    int *most)
 {
     bool *done = calloc((size_t)size, sizeof(bool));
     bool over = false;
@@ -138,7 +146,7 @@ static bool any_host_oversubscribed(int size, const char *keys, const cpu_set_t 
         for (int q = r; q < size; q++)
             if (memcmp(keys + (size_t)q * NVF_HOST_KEY_LEN, keys + (size_t)r * NVF_HOST_KEY_LEN,
                        NVF_HOST_KEY_LEN) == 0) {
-                CPU_OR(&cpus, &cpus, &masks[q]);
+                CPU_OR(&cpus, &cpus, &places[q].cpus);
                 ranks++;
                 if (done != NULL)
                     done[q] = true;
@@ -176,36 +184,28 @@ static nvf_status_t setup(nvf_comm_t *c)
         snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
         return NVF_ERR_PEER; /* allgather failures are collective errors */
     }
-    /* and on which CPUs each may run (oversubscription: waits, single copies, the model) */
-    cpu_set_t my_mask, *masks = malloc((size_t)c->oob.size * sizeof(cpu_set_t));
-    my_cpus(&my_mask);
-    if (masks == NULL || c->oob.allgather(c->oob.ctx, &my_mask, masks, sizeof(cpu_set_t)) != 0) {
+    /* and on which CPUs each may run (oversubscription: waits, single copies, the model), and
+     * its host's cache (the model's cache regime decides plans: the smallest, on every rank) */
+    c->llc_bytes = nvf_llc_bytes();
+    rank_place_t my_place = {.llc = c->llc_bytes},
+                 *places = malloc((size_t)c->oob.size * sizeof(rank_place_t));
+    my_cpus(&my_place.cpus);
+    if (places == NULL || c->oob.allgather(c->oob.ctx, &my_place, places, sizeof(my_place)) != 0) {
         free(keys);
-        free(masks);
+        free(places);
         snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
         return NVF_ERR_PEER;
     }
     st = nvf_topo_build(&c->topo, c->oob.rank, c->oob.size, keys, cfg->virtual_node_size);
-    c->cores_shared = any_host_oversubscribed(c->oob.size, keys, masks, &c->host_ranks);
-    c->llc_bytes = nvf_llc_bytes();
-    /* the model's cache regime decides plans: the smallest cache of all hosts, on every rank */
-    uint64_t llc = c->llc_bytes, *llcs = malloc((size_t)c->oob.size * sizeof(uint64_t));
-    if (llcs == NULL || c->oob.allgather(c->oob.ctx, &llc, llcs, sizeof(llc)) != 0) {
-        free(keys);
-        free(masks);
-        free(llcs);
-        snprintf(c->why, sizeof(c->why), "bootstrap allgather failed during setup");
-        return NVF_ERR_PEER;
-    }
-    c->cache_bytes = llc;
+    c->cores_shared = any_host_oversubscribed(c->oob.size, keys, places, &c->host_ranks);
+    c->cache_bytes = c->llc_bytes;
     for (int r = 0; r < c->oob.size; r++)
-        if (llcs[r] < c->cache_bytes)
-            c->cache_bytes = llcs[r];
-    free(llcs);
-    const int ncpu = st == NVF_OK ? node_cpus(&c->topo, masks) : 0;
+        if (places[r].llc < c->cache_bytes)
+            c->cache_bytes = places[r].llc;
+    const int ncpu = st == NVF_OK ? node_cpus(&c->topo, places) : 0;
     c->node_cpus = ncpu;
     free(keys);
-    free(masks);
+    free(places);
     if (st != NVF_OK)
         snprintf(err, sizeof(err), "topology: %s", nvf_status_str(st));
     const nvf_topo_t *t = &c->topo;
