@@ -15,12 +15,16 @@
  * communicator (coll/han declines communicators that live on one node) is shown as n/a: nvfabric's
  * counters reveal that it served that communicator instead. Before the table: this machine's
  * memory-copy bandwidth with all ranks copying at once, the floor a shared-memory allreduce can
- * approach.
+ * approach. The last column, the machine's state: the mean round trip (ns) of a cache line
+ * between ranks 0 and 1 just before and just after the row's repetitions (nvf_line_probe.h; on
+ * this project's VMs 40-80 ns normally, 300-340 ns in its slow spells).
  *
  *   mpirun -np 4 ./nvf_allreduce_bench [--modules nvfabric,tuned,han,sm] [--min 8]
  *          [--max 67108864] [--type float|double|int] [--reps 5] [--csv FILE]
  */
 #include <mpi.h>
+
+#include "nvf_line_probe.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -229,6 +233,8 @@ int main(int argc, char **argv)
         nmods++;
     }
     pvars_open();
+    const int have_probe = nvf_line_probe_open(ctrl) == 0;
+    const int probe_rounds = 2000;
 
     double copy_bw = memcpy_bandwidth(64u << 20);
     FILE *csv = NULL;
@@ -253,10 +259,10 @@ int main(int argc, char **argv)
                     printf(" %8.8s", mods[m].name);
             printf(" %8s %9s", "handled", "model(us)");
         }
-        printf("\n");
+        printf(" | %13s\n", have_probe ? "line rtt(ns)" : "");
         if (csv_path && (csv = fopen(csv_path, "w")) != NULL) {
             fprintf(csv, "ranks,size,count,type,module,time_us,algbw_gbs,busbw_gbs,wrong,"
-                         "handled_frac,model_us\n");
+                         "handled_frac,model_us,line_rtt_ns_before,line_rtt_ns_after\n");
         }
     }
 
@@ -295,6 +301,7 @@ int main(int argc, char **argv)
         for (int m = 0; m < nmods; m++)
             for (int i = 0; i < 2; i++) /* warm-up */
                 MPI_Allreduce(sbuf, rbuf, (int)n, bt.type, MPI_SUM, mods[m].comm);
+        const double rtt_before = nvf_line_probe_rtt_ns(probe_rounds);
         for (int r = 0; r < reps; r++) {
             for (int m = 0; m < nmods; m++) {
                 module_t *mod = &mods[m];
@@ -315,6 +322,7 @@ int main(int argc, char **argv)
                 times[m][r] = tmax;
             }
         }
+        const double rtt_after = nvf_line_probe_rtt_ns(probe_rounds);
         for (int m = 0; m < nmods; m++) {
             module_t *mod = &mods[m];
             /* a module Open MPI did not select (e.g. han on a single node) leaves nvfabric on
@@ -359,15 +367,18 @@ int main(int argc, char **argv)
                 }
                 printf(" %7.0f%% %9.2f", handled_frac * 100, model_us);
             }
-            printf("\n");
+            if (have_probe)
+                printf(" | %6.0f/%-6.0f\n", rtt_before, rtt_after);
+            else
+                printf(" | %13s\n", "-");
             fflush(stdout);
             if (csv)
                 for (int m = 0; m < nmods; m++)
                     if (!mods[m].absent)
-                        fprintf(csv, "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f\n", nranks,
-                                bytes, n, bt.name, mods[m].name, mods[m].us, mods[m].algbw,
+                        fprintf(csv, "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f,%.0f,%.0f\n",
+                                nranks, bytes, n, bt.name, mods[m].name, mods[m].us, mods[m].algbw,
                                 mods[m].busbw, mods[m].wrong, m == nvf_index ? handled_frac : 0,
-                                m == nvf_index ? model_us : 0);
+                                m == nvf_index ? model_us : 0, rtt_before, rtt_after);
         }
     }
     if (csv)
@@ -376,6 +387,7 @@ int main(int argc, char **argv)
     free(rbuf);
     for (int m = 0; m < nmods; m++)
         MPI_Comm_free(&mods[m].comm);
+    nvf_line_probe_close();
     MPI_Comm_free(&ctrl);
     if (have_pvars) {
         MPI_T_pvar_handle_free(session, &h_handled);
