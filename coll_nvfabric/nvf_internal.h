@@ -63,6 +63,12 @@ struct nvf_comm {
 void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf);
 /* Undoes it (before the segment is unmapped). */
 void nvf_stage_unregister_segment(nvf_comm_t *c);
+/* The device state whose stream copies devbuf's data (device or managed memory): one driver
+ * query, made once per call rather than per block. NVF_ERR_INVALID for host memory. */
+nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev);
+/* bytes between host memory and memory of dev's device (either way), on dev's stream, waited
+ * for; a failure is reported (nvf_error). */
+nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, size_t bytes);
 
 /* A monotonic clock in microseconds (timing the paths, noticing stalls). */
 static inline double nvf_now_us(void)

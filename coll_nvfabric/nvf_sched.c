@@ -29,6 +29,7 @@
 #include "nvf_cma.h"
 #include "nvf_reduce.h"
 #include "nvf_copy.h"
+#include "cuda/nvf_cuda.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -103,8 +104,9 @@ typedef struct run {
     bool hier;
     bool in_dev;  /* the input is device memory: copied whole into my input slot */
     bool out_dev; /* the output is device memory: the result is copied out of the segment */
-    bool cma;     /* single copies: peers' inputs read and my results written by CMA */
-    bool stream;  /* results into a host recvbuf with streaming stores */
+    nvf_cuda_dev_t *in_cu, *out_cu; /* the devices whose streams copy them (asked once a call) */
+    bool cma;    /* single copies: peers' inputs read and my results written by CMA */
+    bool stream; /* results into a host recvbuf with streaming stores */
     nvf_inter_op_t iop;
     bool iop_started;
 } run_t;
@@ -216,7 +218,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         if (r->cma) {
             /* nothing to copy: the peers read my part of their parts from my buffer */
         } else if (r->in_dev) {
-            nvf_status_t st = nvf_memcpy_any(slot, src, b->n * e);
+            nvf_status_t st = nvf_stage_copy(r->in_cu, slot, src, b->n * e);
             if (st != NVF_OK)
                 return st;
         } else if (r->plan->alg == NVF_ALG_ONESHOT) {
@@ -256,7 +258,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
                 if (stage == NULL)
                     return NVF_ERR_NOMEM;
                 nvf_reduce_many(r->dt, r->op, stage, srcs, r->L, b->n);
-                nvf_status_t st = nvf_memcpy_any(r->out + b->first * e, stage, b->n * e);
+                nvf_status_t st = nvf_stage_copy(r->out_cu, r->out + b->first * e, stage, b->n * e);
                 if (st != NVF_OK)
                     return st;
             } else if (r->hier || r->out_dev) { /* the others (or a copy) take it from there */
@@ -318,7 +320,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
             const char *res = nvf_shm_res(shm, b->set);
             char *out = r->out + b->first * e;
             if (r->out_dev) {
-                nvf_status_t st = nvf_memcpy_any(out, res, b->n * e);
+                nvf_status_t st = nvf_stage_copy(r->out_cu, out, res, b->n * e);
                 if (st != NVF_OK)
                     return st;
             } else if (r->hier) {
@@ -405,6 +407,14 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
     r.in_dev = in_dev;
     r.out_dev = out_dev;
     r.stream = plan->stream && !out_dev;
+    /* device buffers: which device copies them, asked of the driver once for the whole call */
+    if ((in_dev && nvf_stage_dev(r.in, &r.in_cu) != NVF_OK) ||
+        (out_dev && nvf_stage_dev(r.out, &r.out_cu) != NVF_OK)) {
+        nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,
+                  in_dev && r.in_cu == NULL ? "send" : "receive", nvf_cuda_last_error());
+        atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release); /* peers stop too */
+        return NVF_ERR_CUDA;
+    }
 
     size_t blk_elems = plan->block_elems;
     if (blk_elems * r.esize > shm->block_bytes)

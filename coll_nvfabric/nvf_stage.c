@@ -16,6 +16,27 @@ static bool host_kind(nvf_memkind_t k)
     return k == NVF_MEM_HOST || k == NVF_MEM_HOST_PINNED;
 }
 
+nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev)
+{
+    nvf_cuda_ptr_info_t info;
+    if (host_kind(nvf_cuda_ptr_query(devbuf, &info)))
+        return NVF_ERR_INVALID;
+    return nvf_cuda_dev_for_buffer(&info, dev);
+}
+
+nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0)
+        return NVF_OK;
+    nvf_status_t st = nvf_cuda_copy_async(dev, dst, src, bytes);
+    if (st == NVF_OK)
+        st = nvf_cuda_stream_sync(dev);
+    if (st != NVF_OK)
+        nvf_error("staging copy of %zu bytes (device %d) failed: %s", bytes,
+                  nvf_cuda_dev_ordinal(dev), nvf_cuda_last_error());
+    return st;
+}
+
 nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)
 {
     if (bytes == 0)
@@ -28,14 +49,12 @@ nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)
     }
     nvf_cuda_dev_t *dev = NULL;
     nvf_status_t st = nvf_cuda_dev_for_buffer(host_kind(dk) ? &si : &di, &dev);
-    if (st == NVF_OK)
-        st = nvf_cuda_copy_async(dev, dst, src, bytes);
-    if (st == NVF_OK)
-        st = nvf_cuda_stream_sync(dev);
-    if (st != NVF_OK)
-        nvf_error("staging copy of %zu bytes (%s to %s) failed: %s", bytes, nvf_memkind_name(sk),
-                  nvf_memkind_name(dk), nvf_cuda_last_error());
-    return st;
+    if (st != NVF_OK) {
+        nvf_error("staging copy of %zu bytes (%s to %s): no device state: %s", bytes,
+                  nvf_memkind_name(sk), nvf_memkind_name(dk), nvf_cuda_last_error());
+        return st;
+    }
+    return nvf_stage_copy(dev, dst, src, bytes);
 }
 
 nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t *skind,
@@ -51,11 +70,9 @@ void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf)
     if (c->shm_cuda != 0 || c->shm.base == NULL || c->shm.size == 0)
         return;
     c->shm_cuda = -1;
-    nvf_cuda_ptr_info_t info;
-    nvf_memkind_t k = nvf_cuda_ptr_query(devbuf, &info);
     nvf_cuda_dev_t *dev = NULL;
     void *dev_ptr;
-    nvf_status_t st = host_kind(k) ? NVF_ERR_INVALID : nvf_cuda_dev_for_buffer(&info, &dev);
+    nvf_status_t st = nvf_stage_dev(devbuf, &dev);
     if (st == NVF_OK)
         st = nvf_cuda_host_register(dev, c->shm.base, c->shm.size, &dev_ptr);
     if (st != NVF_OK) {

@@ -176,6 +176,24 @@ int main(int argc, char **argv)
                 cuda_off ? " with the device stage off" : ", the segment never registered");
         bad++;
     }
+    /* the staged path asks the driver about the buffers once per call, not once per block: a
+     * call of four times as many blocks makes as many pointer queries */
+    if (!ipc && !cuda_off && auto_min == 0) {
+        unsigned long q[2];
+        const size_t sizes[2] = {300007, 4 * 300007};
+        for (int i = 0; i < 2; i++) {
+            const unsigned long q0 = mock.count("cuPointerGetAttributes");
+            bad += run("dd", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, sizes[i], seed++);
+            q[i] = mock.count("cuPointerGetAttributes") - q0;
+        }
+        if (q[1] != q[0]) {
+            fprintf(stderr,
+                    "FAIL rank %d: pointer queries grow with the blocks of a staged call: %lu for "
+                    "%zu elements, %lu for %zu\n",
+                    rank, q[0], sizes[0], q[1], sizes[1]);
+            bad++;
+        }
+    }
     /* delegated (user-defined op) on device buffers: staged through host memory */
     MPI_Op usum;
     MPI_Op_create(user_sum_int, 1, &usum);
