@@ -67,18 +67,19 @@ typedef enum nvf_inter_large {
 } nvf_inter_large_t;
 
 typedef struct nvf_config {
-    int verbose;                /* 0 silent, 1 choices, 2 per-call detail, 3 debug */
-    nvf_host_mode_t host_mode;  /* take over host buffers: auto (by size), on, off */
-    size_t host_auto_min_bytes; /* auto: host buffers of at least this many bytes */
-    int virtual_node_size;      /* > 0: cut each host into nodes of this many ranks */
-    size_t one_shot_max_bytes;  /* single-node calls up to this size use the one-shot algorithm */
-    size_t shm_block_bytes;     /* bytes of one pipeline block (per rank slot) in the segment */
-    int shm_nsets;              /* pipeline buffer sets in the segment */
-    int pipeline_depth;         /* blocks in flight, <= shm_nsets */
-    int spin_before_yield;      /* polls of a flag before sched_yield(); -1: auto (at setup: 1
-                                 * where the runtime yields when idle, else 64) */
-    bool inter_enable;          /* allow the UCX inter-node stage */
-    size_t inter_rd_max_bytes;  /* inter-node: recursive doubling up to this size */
+    int verbose;                  /* 0 silent, 1 choices, 2 per-call detail, 3 debug */
+    nvf_host_mode_t host_mode;    /* take over host buffers: auto (by size), on, off */
+    size_t host_auto_min_bytes;   /* auto: host buffers of at least this many bytes */
+    int virtual_node_size;        /* > 0: cut each host into nodes of this many ranks */
+    size_t one_shot_max_bytes;    /* single-node calls up to this size use the one-shot algorithm */
+    size_t shm_block_bytes;       /* bytes of one pipeline block (per rank slot) in the segment */
+    int shm_nsets;                /* pipeline buffer sets in the segment */
+    size_t shm_block_large_bytes; /* single node: the live choice's large blocks (0: none) */
+    int pipeline_depth;           /* blocks in flight, <= shm_nsets */
+    int spin_before_yield;        /* polls of a flag before sched_yield(); -1: auto (at setup: 1
+                                   * where the runtime yields when idle, else 64) */
+    bool inter_enable;            /* allow the UCX inter-node stage */
+    size_t inter_rd_max_bytes;    /* inter-node: recursive doubling up to this size */
     nvf_inter_large_t inter_large; /* inter-node: the algorithm above inter_rd_max_bytes */
     size_t inter_slot_bytes;       /* inter-node: bytes of one RDMA receive slot */
     /* cost model: latency (us) and bandwidth (GB/s = 1e9 B/s) per level */

@@ -218,12 +218,19 @@ static nvf_status_t setup(nvf_comm_t *c)
     /* 2. the node's segment: the first local rank creates it, the others map it, then it is
      * unlinked (so that a crash leaves nothing behind) */
     shm_rec_t rec = {""};
+    /* one node: slots that hold the live choice's large blocks too, where the whole segment
+     * stays within NVF_SHM_LARGE_MAX (the same answer on every local rank) */
+    size_t slot = cfg->shm_block_bytes;
+    if (st == NVF_OK && t->nnodes == 1 && t->local_size > 1 && cfg->shm_block_large_bytes > slot &&
+        nvf_shm_bytes(t->local_size, cfg->shm_nsets, cfg->shm_block_large_bytes) <=
+            NVF_SHM_LARGE_MAX)
+        slot = cfg->shm_block_large_bytes;
+    c->large_block_bytes = slot > cfg->shm_block_bytes ? slot : 0;
     if (st == NVF_OK) {
         if (t->local_size == 1)
-            st = nvf_shm_private(&c->shm, cfg->shm_nsets, cfg->shm_block_bytes, err, sizeof(err));
+            st = nvf_shm_private(&c->shm, cfg->shm_nsets, slot, err, sizeof(err));
         else if (t->local_rank == 0)
-            st = nvf_shm_create(&c->shm, t->local_size, cfg->shm_nsets, cfg->shm_block_bytes, err,
-                                sizeof(err));
+            st = nvf_shm_create(&c->shm, t->local_size, cfg->shm_nsets, slot, err, sizeof(err));
         if (st == NVF_OK && t->local_size > 1 && t->local_rank == 0)
             snprintf(rec.name, sizeof(rec.name), "%s", c->shm.name);
     }
@@ -240,8 +247,8 @@ static nvf_status_t setup(nvf_comm_t *c)
             st = NVF_ERR_PEER;
             snprintf(err, sizeof(err), "the node leader could not create its segment");
         } else {
-            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets, cfg->shm_block_bytes,
-                                err, sizeof(err));
+            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets, slot, err,
+                                sizeof(err));
         }
     }
     free(recs);
@@ -307,6 +314,10 @@ static nvf_status_t setup(nvf_comm_t *c)
             c->cma_tmp = NULL;
         }
     }
+    /* without single copies the live choice starts at once, between the block sizes (with
+     * them, once they are measured: nvf_cma_tune; not where their window is set) */
+    if (c->large_block_bytes != 0 && !c->cma)
+        c->path_live = true;
 
     /* 4. the rail, when there are several nodes; nodes of different sizes use local rank 0's
      * rail only (the leader plan) */
@@ -340,30 +351,39 @@ static nvf_status_t setup(nvf_comm_t *c)
     if (c->have_rail)
         snprintf(rail_text, sizeof(rail_text), ", UCX rail connected (messages of %zu bytes, %s)",
                  c->rail.slot_bytes, c->rail.any_am ? "active messages on some rail" : "puts");
+    char large_text[96] = "";
+    if (c->large_block_bytes != 0)
+        snprintf(large_text, sizeof(large_text), ", blocks of %zu or %zu bytes chosen live",
+                 cfg->shm_block_bytes, c->large_block_bytes);
     char cache_text[112] = "";
     if (cfg->cache_speedup > 1)
         snprintf(cache_text, sizeof(cache_text),
                  ", model: copies %.2fx faster within %zu bytes of cache for %d ranks on a host",
                  cfg->cache_speedup, c->cache_bytes, c->host_ranks);
     nvf_log(
-        1, "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s%s",
+        1,
+        "rank %d: engine ready: %d node(s)%s, local rank %d of %d, segment %zu bytes%s%s%s%s%s%s",
         t->rank, t->nnodes, t->uniform ? "" : " of different sizes", t->local_rank, t->local_size,
-        c->shm.size, rail_text, c->cma ? ", single-copy (CMA) path available" : "",
+        c->shm.size, large_text, rail_text, c->cma ? ", single-copy (CMA) path available" : "",
         c->cores_shared ? ", more ranks than CPUs on a host (stages modelled without overlap)" : "",
         stream_text, cache_text);
     return NVF_OK;
 }
 
-/* The two-shot path of the call whose first block is seq0 (*cma: by single copies), the same
- * on every local rank: local rank 0 picks it (nvf_path_pick) and says so in the segment's
- * header; the others wait for that. Rank 0 cannot be on a later call before every other rank
- * has read this one's choice: it waits for their first block of this call. */
-static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, bool *cma)
+/* The fewest large blocks a call must have to run in them (nvf_allreduce). */
+#define NVF_LARGE_MIN_BLOCKS 8
+
+/* The two-shot path of the call whose first block is seq0, the same on every local rank:
+ * local rank 0 picks it among `allowed` (nvf_path_pick) and says so in the segment's header;
+ * the others wait for that. Rank 0 cannot be on a later call before every other rank has read
+ * this one's choice: it waits for their first block of this call. */
+static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, unsigned allowed,
+                               nvf_path_t *path)
 {
     nvf_shm_header_t *h = c->shm.hdr;
     if (c->topo.local_rank == 0) {
-        *cma = nvf_path_pick(&c->paths, cls);
-        atomic_store_explicit(&h->path, seq0 << 1 | (uint64_t)*cma, memory_order_release);
+        *path = nvf_path_pick(&c->paths, cls, allowed);
+        atomic_store_explicit(&h->path, seq0 << 2 | (uint64_t)*path, memory_order_release);
         return NVF_OK;
     }
     unsigned spins = 0;
@@ -371,8 +391,8 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, bool *cma)
     bool warned = false;
     for (;;) {
         uint64_t v = atomic_load_explicit(&h->path, memory_order_acquire);
-        if (v >> 1 == seq0) {
-            *cma = v & 1;
+        if (v >> 2 == seq0) {
+            *path = (nvf_path_t)(v & 3);
             return NVF_OK;
         }
         if (++spins >= (unsigned)c->cfg.spin_before_yield) {
@@ -392,18 +412,24 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, bool *cma)
     }
 }
 
-/* Local rank 0: what the call on the path took, and whether that changed the cheaper path. */
-static void record_path(nvf_comm_t *c, int cls, bool cma, double us, size_t bytes)
+/* Local rank 0: what the call on the path took, and whether that changed the cheapest path
+ * (of those measured). */
+static void record_path(nvf_comm_t *c, int cls, nvf_path_t path, double us, size_t bytes)
 {
-    nvf_path_record(&c->paths, cls, cma, us, bytes);
-    const double seg = nvf_path_cost(&c->paths, cls, false);
-    const double single = nvf_path_cost(&c->paths, cls, true);
-    const bool best = single != 0 && seg != 0 && single < seg;
-    if (best != c->path_best[cls] && seg != 0 && single != 0)
+    nvf_path_record(&c->paths, cls, path, us, bytes);
+    nvf_path_t best = NVF_PATH_SEGMENT, was = c->path_best[cls];
+    double best_cost = nvf_path_cost(&c->paths, cls, NVF_PATH_SEGMENT);
+    for (int p = 1; p < NVF_PATH_COUNT; p++) {
+        const double cost = nvf_path_cost(&c->paths, cls, (nvf_path_t)p);
+        if (cost != 0 && (best_cost == 0 || cost < best_cost)) {
+            best = (nvf_path_t)p;
+            best_cost = cost;
+        }
+    }
+    if (best != was && nvf_path_cost(&c->paths, cls, was) != 0)
         nvf_log(2, "rank %d: calls of about %zu bytes now %s (%.3f against %.3f ns per byte)",
-                c->topo.rank, (size_t)65536 << (2 * cls),
-                best ? "by single copies" : "through the segment", best ? single : seg,
-                best ? seg : single);
+                c->topo.rank, (size_t)65536 << (2 * cls), nvf_path_name(best), best_cost,
+                nvf_path_cost(&c->paths, cls, was));
     c->path_best[cls] = best;
 }
 
@@ -474,12 +500,21 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
      * through the segment */
     const size_t bytes = count * nvf_dtype_size(dt);
     bool cma = c->cma && !c->path_live;
+    nvf_path_t path = NVF_PATH_SEGMENT;
     int cls = -1;
     if (c->path_live && bytes >= NVF_CMA_TUNE_MIN_BYTES && bytes > c->cfg.one_shot_max_bytes) {
         cls = nvf_path_class(bytes);
-        nvf_status_t st = agree_path(c, c->seq + 1, cls, &cma);
+        /* large blocks only where a call has NVF_LARGE_MIN_BLOCKS of them: with fewer the
+         * pipeline hardly overlaps (4 ranks on 2 CPUs at 2 MiB: 0.9-1.6 ms with them allowed
+         * against 0.6-1.2 ms in 256 KiB blocks) */
+        const bool large_ok =
+            c->large_block_bytes != 0 && bytes >= NVF_LARGE_MIN_BLOCKS * c->large_block_bytes;
+        const unsigned allowed = (c->cma ? NVF_PATH_BIT(NVF_PATH_CMA) : 0) |
+                                 (large_ok ? NVF_PATH_BIT(NVF_PATH_LARGE) : 0);
+        nvf_status_t st = agree_path(c, c->seq + 1, cls, allowed, &path);
         if (st != NVF_OK)
             return st;
+        cma = path == NVF_PATH_CMA;
     }
     /* the shape must be the same on every rank: on nodes of different sizes, the largest */
     nvf_plan_shape_t shape = {.count = count,
@@ -493,7 +528,9 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
                               .cache_bytes = c->cache_bytes,
                               .host_ranks = c->host_ranks,
                               .llc_bytes = c->llc_bytes,
-                              .node_cpus = c->node_cpus};
+                              .node_cpus = c->node_cpus,
+                              .large_block_bytes =
+                                  path == NVF_PATH_LARGE ? c->large_block_bytes : 0};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);
     const bool timed = cls >= 0 && c->topo.local_rank == 0 && !device;
     const double t0 = timed ? nvf_now_us() : 0;
@@ -504,7 +541,7 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     nvf_status_t st = small ? nvf_small_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev)
                             : nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
     if (timed && st == NVF_OK)
-        record_path(c, cls, plan->cma, nvf_now_us() - t0, bytes);
+        record_path(c, cls, path, nvf_now_us() - t0, bytes);
     const char *plan_name = small ? "host:oneshot+inline" : plan->name;
     if (report != NULL) {
         report->plan = plan_name;

@@ -19,6 +19,13 @@ void nvf_config_init_defaults(nvf_config_t *cfg)
     cfg->one_shot_max_bytes = 8192; /* measured: two-shot wins from 8-32 KiB on 2-4 ranks */
     cfg->shm_block_bytes = 262144;
     cfg->shm_nsets = 4;
+    /* Measured on the project's AMD VM (2026-12-07 evening, alternating runs binned by the
+     * cache-line round trip between ranks; bench/results/host-blocks-2026-12-07-amd.txt): in
+     * its slow spells 1 MiB blocks took 2 ranks at 16 MiB from 3.9-5.0 ms to 2.9-3.3 ms and 4
+     * ranks from 15-17 ms to 11-13 ms; outside them 256 KiB blocks were up to 2x faster on 4
+     * ranks at 1-2 MiB. So both, chosen live per call (nvf_path_pick) for calls of at least 8
+     * large blocks, where the segment's slots can hold them. */
+    cfg->shm_block_large_bytes = 1u << 20;
     cfg->pipeline_depth = 2;
     cfg->spin_before_yield = -1;
     cfg->inter_enable = true;
@@ -77,6 +84,12 @@ nvf_status_t nvf_config_validate(const nvf_config_t *cfg, char *err, size_t errl
               cfg->shm_block_bytes);
     NVF_CHECK(cfg->shm_nsets >= 2 && cfg->shm_nsets <= 64, "shm_nsets=%d: must be 2..64",
               cfg->shm_nsets);
+    NVF_CHECK(cfg->shm_block_large_bytes == 0 ||
+                  (cfg->shm_block_large_bytes > cfg->shm_block_bytes &&
+                   cfg->shm_block_large_bytes <= ((size_t)1 << 30)),
+              "shm_block_large=%zu: must be 0 (off) or more than shm_block_size (%zu) and at "
+              "most 1073741824 bytes",
+              cfg->shm_block_large_bytes, cfg->shm_block_bytes);
     NVF_CHECK(cfg->pipeline_depth >= 1 && cfg->pipeline_depth <= cfg->shm_nsets,
               "pipeline_depth=%d: must be 1..shm_nsets (%d)", cfg->pipeline_depth, cfg->shm_nsets);
     NVF_CHECK(cfg->spin_before_yield >= -1, "spin_before_yield=%d: must be -1 (auto) or >= 0",

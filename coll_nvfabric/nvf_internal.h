@@ -49,9 +49,10 @@ struct nvf_comm {
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     bool cma_tune_pending; /* the single-copy crossover is still to be measured (nvf_cma_tune) */
-    bool path_live;        /* measured: local rank 0 picks each call's two-shot path (nvf_plan.h) */
-    nvf_path_stats_t paths;           /* local rank 0's costs of both paths */
-    bool path_best[NVF_PATH_CLASSES]; /* ... and which was cheaper (true: single copies) */
+    bool path_live; /* local rank 0 picks each single-node two-shot call's path (nvf_plan.h) */
+    nvf_path_stats_t paths;                 /* local rank 0's costs of the paths */
+    nvf_path_t path_best[NVF_PATH_CLASSES]; /* ... and which was the cheapest */
+    size_t large_block_bytes; /* the segment's slots hold blocks this large (0: no large path) */
     nvf_plan_cache_t plans;
 };
 

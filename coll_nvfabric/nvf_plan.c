@@ -201,9 +201,12 @@ static void choose_alg(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_
             plan->alg = NVF_ALG_TWOSHOT;
             plan->cma = !sh->device && sh->cma && bytes >= cfg->cma_min_bytes &&
                         (cfg->cma_max_bytes == 0 || bytes <= cfg->cma_max_bytes);
-            plan->name = sh->device  ? "ipc:twoshot"
-                         : plan->cma ? "host:twoshot+cma"
-                                     : "host:twoshot";
+            if (!sh->device && !plan->cma && sh->large_block_bytes >= sh->esize)
+                plan->block_elems = sh->large_block_bytes / sh->esize;
+            plan->name = sh->device                           ? "ipc:twoshot"
+                         : plan->cma                          ? "host:twoshot+cma"
+                         : sh->large_block_bytes >= sh->esize ? "host:twoshot+large"
+                                                              : "host:twoshot";
         }
         finish(cfg, sh, plan);
         return;
@@ -312,16 +315,18 @@ void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const do
 const nvf_plan_t *nvf_plan_get(nvf_plan_cache_t *cache, const nvf_config_t *cfg,
                                const nvf_plan_shape_t *shape)
 {
-    size_t h =
-        (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize * 4 + shape->device * 2 + shape->cma) %
-        NVF_PLAN_CACHE_SIZE;
+    size_t h = (shape->count * 0x9e3779b97f4a7c15ULL + shape->esize * 8 +
+                (shape->large_block_bytes != 0) * 4 + shape->device * 2 + shape->cma) %
+               NVF_PLAN_CACHE_SIZE;
     if (cache->e[h].count != shape->count || cache->e[h].esize != shape->esize ||
-        cache->e[h].device != shape->device || cache->e[h].cma != shape->cma) {
+        cache->e[h].device != shape->device || cache->e[h].cma != shape->cma ||
+        cache->e[h].large_block_bytes != shape->large_block_bytes) {
         nvf_plan_choose(cfg, shape, &cache->e[h].plan);
         cache->e[h].count = shape->count;
         cache->e[h].esize = shape->esize;
         cache->e[h].device = shape->device;
         cache->e[h].cma = shape->cma;
+        cache->e[h].large_block_bytes = shape->large_block_bytes;
     }
     return &cache->e[h].plan;
 }
@@ -334,10 +339,10 @@ int nvf_path_class(size_t bytes)
     return cls;
 }
 
-double nvf_path_cost(const nvf_path_stats_t *s, int cls, bool cma)
+double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p)
 {
     double v[NVF_PATH_SAMPLES];
-    memcpy(v, s->ns_per_byte[cls][cma], sizeof(v));
+    memcpy(v, s->ns_per_byte[cls][p], sizeof(v));
     for (int i = 1; i < NVF_PATH_SAMPLES; i++) /* insertion sort of five */
         for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
             double t = v[j];
@@ -347,30 +352,58 @@ double nvf_path_cost(const nvf_path_stats_t *s, int cls, bool cma)
     return v[NVF_PATH_SAMPLES / 2];
 }
 
-bool nvf_path_pick(nvf_path_stats_t *s, int cls)
+nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed)
 {
     const unsigned k = s->calls[cls]++;
-    const double seg = nvf_path_cost(s, cls, false), cma = nvf_path_cost(s, cls, true);
-    if (seg == 0)
-        return false;
-    if (cma == 0)
-        return true;
-    const bool best = cma < seg;
-    return k % NVF_PATH_EXPLORE == NVF_PATH_EXPLORE - 1 ? !best : best;
+    allowed |= NVF_PATH_BIT(NVF_PATH_SEGMENT);
+    nvf_path_t best = NVF_PATH_SEGMENT;
+    double best_cost = 0;
+    for (int p = 0; p < NVF_PATH_COUNT; p++) {
+        if (!(allowed & NVF_PATH_BIT(p)))
+            continue;
+        const double cost = nvf_path_cost(s, cls, (nvf_path_t)p);
+        if (cost == 0)
+            return (nvf_path_t)p; /* not tried yet */
+        if (p == NVF_PATH_SEGMENT || cost < best_cost) {
+            best = (nvf_path_t)p;
+            best_cost = cost;
+        }
+    }
+    if (k % NVF_PATH_EXPLORE != NVF_PATH_EXPLORE - 1)
+        return best;
+    /* exploring: the others in turn */
+    nvf_path_t others[NVF_PATH_COUNT];
+    int n = 0;
+    for (int p = 0; p < NVF_PATH_COUNT; p++)
+        if ((allowed & NVF_PATH_BIT(p)) && p != (int)best)
+            others[n++] = (nvf_path_t)p;
+    return n == 0 ? best : others[(k / NVF_PATH_EXPLORE) % (unsigned)n];
 }
 
-void nvf_path_record(nvf_path_stats_t *s, int cls, bool cma, double us, size_t bytes)
+void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes)
 {
     if (bytes == 0 || !(us > 0))
         return;
     const double v = us * 1e3 / (double)bytes;
-    double *samples = s->ns_per_byte[cls][cma];
+    double *samples = s->ns_per_byte[cls][p];
     if (samples[0] == 0) {
         for (int i = 0; i < NVF_PATH_SAMPLES; i++)
             samples[i] = v;
         return;
     }
-    unsigned *next = &s->next[cls][cma];
+    unsigned *next = &s->next[cls][p];
     samples[*next] = v;
     *next = (*next + 1) % NVF_PATH_SAMPLES;
+}
+
+const char *nvf_path_name(nvf_path_t p)
+{
+    switch (p) {
+    case NVF_PATH_CMA:
+        return "by single copies";
+    case NVF_PATH_LARGE:
+        return "through the segment in large blocks";
+    default:
+        return "through the segment";
+    }
 }

@@ -59,6 +59,9 @@ typedef struct nvf_plan_shape {
      * one host (0: unknown): alike on every rank, so the model's cache regime may decide plans */
     size_t cache_bytes;
     int host_ranks;
+    /* single node, through the segment: blocks of this many bytes instead of shm_block_size
+     * (0: the usual blocks); the live choice's third path (nvf_path_pick) */
+    size_t large_block_bytes;
 } nvf_plan_shape_t;
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
@@ -87,41 +90,53 @@ double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, do
 void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const double *cma_us, int n,
                          size_t *min_bytes, size_t *max_bytes);
 
-/* The live choice between the two single-node two-shot paths (through the segment, by single
- * copies). On the project's VMs the faster one changes with the machine's state, for seconds
- * at a time (single copies 2-4x faster in its slow spells, the segment up to 1.8x faster
- * outside them), so no window measured once holds. Local rank 0 keeps, per size class and
- * path, the cost per byte of its last NVF_PATH_SAMPLES calls (seeded by nvf_cma_tune's
- * measurement), runs the path whose median is lower, and one call in NVF_PATH_EXPLORE of a
- * class the other, so that a change is seen. The median: one call that waited for a descheduled
- * peer must not move the choice; three slow calls in five do. Classes: around 64 KiB, 256 KiB,
- * 1, 4 and 16 MiB (bounds halfway between, geometrically). */
+/* The live choice between the single-node two-shot paths: through the segment, by single
+ * copies, through the segment in large blocks. On the project's VMs the faster one changes
+ * with the machine's state, for seconds at a time (single copies 2-4x faster in its slow
+ * spells, the segment up to 1.8x faster outside them; in the spells 1 MiB blocks beat 256 KiB
+ * ones by 1.2-1.5x from 4 MiB, outside them 256 KiB blocks win by up to 2x on 4 ranks at 1-2
+ * MiB), so no window measured once holds. Local rank 0 keeps, per size class and path, the
+ * cost per byte of its last NVF_PATH_SAMPLES calls (seeded by nvf_cma_tune's measurement),
+ * runs the path whose median is lowest, and one call in NVF_PATH_EXPLORE of a class another
+ * (the others in turn), so that a change is seen. The median: one call that waited for a
+ * descheduled peer must not move the choice; three slow calls in five do. Classes: around
+ * 64 KiB, 256 KiB, 1, 4 and 16 MiB (bounds halfway between, geometrically). */
+typedef enum nvf_path {
+    NVF_PATH_SEGMENT, /* through the segment, in blocks of shm_block_size */
+    NVF_PATH_CMA,     /* by single copies */
+    NVF_PATH_LARGE,   /* through the segment, in blocks of shm_block_large */
+    NVF_PATH_COUNT
+} nvf_path_t;
+#define NVF_PATH_BIT(p) (1u << (p))
 #define NVF_PATH_CLASSES 5
 #define NVF_PATH_EXPLORE 16
 #define NVF_PATH_SAMPLES 5
 typedef struct nvf_path_stats {
-    /* [class][0: segment, 1: single copies][sample]: ns per byte, 0: none yet */
-    double ns_per_byte[NVF_PATH_CLASSES][2][NVF_PATH_SAMPLES];
-    unsigned next[NVF_PATH_CLASSES][2]; /* the sample the next call replaces */
+    /* [class][path][sample]: ns per byte, 0: none yet */
+    double ns_per_byte[NVF_PATH_CLASSES][NVF_PATH_COUNT][NVF_PATH_SAMPLES];
+    unsigned next[NVF_PATH_CLASSES][NVF_PATH_COUNT]; /* the sample the next call replaces */
     unsigned calls[NVF_PATH_CLASSES];
 } nvf_path_stats_t;
 
 int nvf_path_class(size_t bytes);
-/* The path for the next call of class cls (true: single copies); counts the call. A path with
- * no cost known yet is tried first (the segment before the single copies). */
-bool nvf_path_pick(nvf_path_stats_t *s, int cls);
-/* A call of `bytes` in class cls took us microseconds on the path (true: single copies): it
- * replaces the path's oldest sample (the first one fills them all). */
-void nvf_path_record(nvf_path_stats_t *s, int cls, bool cma, double us, size_t bytes);
+/* The path for the next call of class cls among those in `allowed` (NVF_PATH_BIT of each; the
+ * segment always); counts the call. A path with no cost known yet is tried first (in the
+ * order of nvf_path_t). */
+nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed);
+/* A call of `bytes` in class cls took us microseconds on path p: it replaces the path's oldest
+ * sample (the first one fills them all). */
+void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
 /* The median of the path's samples in ns per byte (0: none yet). */
-double nvf_path_cost(const nvf_path_stats_t *s, int cls, bool cma);
+double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p);
+/* "through the segment", "by single copies", "through the segment in large blocks" */
+const char *nvf_path_name(nvf_path_t p);
 
-/* A small cache of chosen plans per communicator, keyed by (count, esize, device, cma); the
- * rest of the shape is fixed for a communicator. */
+/* A small cache of chosen plans per communicator, keyed by (count, esize, device, cma,
+ * large_block_bytes); the rest of the shape is fixed for a communicator. */
 #define NVF_PLAN_CACHE_SIZE 32
 typedef struct nvf_plan_cache {
     struct {
-        size_t count, esize;
+        size_t count, esize, large_block_bytes;
         bool device, cma;
         nvf_plan_t plan;
     } e[NVF_PLAN_CACHE_SIZE];

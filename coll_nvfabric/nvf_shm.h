@@ -92,6 +92,10 @@ typedef struct nvf_shm {
     int nsets;
 } nvf_shm_t;
 
+/* The largest segment made to give single-node calls a choice of larger blocks (the
+ * segment's pages are reserved at creation). */
+#define NVF_SHM_LARGE_MAX ((size_t)64 << 20)
+
 /* Bytes a segment with these dimensions needs. */
 size_t nvf_shm_bytes(int nlocal, int nsets, size_t block_bytes);
 /* Node leader: create, size (reserving the pages: no SIGBUS later) and map. `name` is chosen

@@ -15,8 +15,8 @@
 #define NVFABRIC_DEFAULT_PRIORITY 40
 
 /* Storage for size parameters: MCA has no size_t type in every version, use unsigned long. */
-static unsigned long nvf_host_auto_min, nvf_one_shot_max, nvf_shm_block, nvf_inter_rd_max,
-    nvf_inter_slot, nvf_cma_min, nvf_cma_max, nvf_stream_min;
+static unsigned long nvf_host_auto_min, nvf_one_shot_max, nvf_shm_block, nvf_shm_block_large,
+    nvf_inter_rd_max, nvf_inter_slot, nvf_cma_min, nvf_cma_max, nvf_stream_min;
 
 static void reg_int(const char *name, const char *help, int *storage, int level)
 {
@@ -83,6 +83,11 @@ int mca_coll_nvfabric_register_params(void)
     reg_size("shm_block_size",
              "Bytes of one pipeline block per rank in the shared-memory segment (the chunk size)",
              &nvf_shm_block, cfg->shm_block_bytes);
+    reg_size("shm_block_large",
+             "Single-node calls: the other block size the live choice tries for two-shot through "
+             "the segment (the segment's slots are made this large where the whole stays within "
+             "64 MiB); 0: off",
+             &nvf_shm_block_large, cfg->shm_block_large_bytes);
     reg_int("shm_nsets", "Pipeline buffer sets in the shared-memory segment (2..64)",
             &cfg->shm_nsets, OPAL_INFO_LVL_5);
     reg_int("pipeline_depth", "Blocks in flight at once (1..shm_nsets)", &cfg->pipeline_depth,
@@ -175,6 +180,7 @@ int mca_coll_nvfabric_check_params(void)
     cfg->host_auto_min_bytes = nvf_host_auto_min;
     cfg->one_shot_max_bytes = nvf_one_shot_max;
     cfg->shm_block_bytes = nvf_shm_block;
+    cfg->shm_block_large_bytes = nvf_shm_block_large;
     cfg->inter_rd_max_bytes = nvf_inter_rd_max;
     cfg->inter_slot_bytes = nvf_inter_slot;
     cfg->cma_min_bytes = nvf_cma_min;

@@ -5,7 +5,7 @@
 out=$(ompi_info --param coll nvfabric --level 9 2>&1) || nvf_fail "ompi_info failed: $out"
 echo "$out"
 ompi_info | grep -q 'MCA coll: nvfabric' || nvf_fail "ompi_info does not list coll nvfabric"
-for p in priority verbose host host_auto_min virtual_node_size one_shot_max shm_block_size \
+for p in priority verbose host host_auto_min virtual_node_size one_shot_max shm_block_size shm_block_large \
     shm_nsets pipeline_depth spin_before_yield inter inter_rd_max inter_algorithm inter_slot_size \
     intra_alpha intra_bw inter_alpha inter_bw reduce_bw cache_speedup cuda cuda_ipc cma cma_oversubscribed cma_min cma_max cma_tune \
     stream stream_min; do

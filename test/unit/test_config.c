@@ -40,6 +40,17 @@ int main(void)
     cfg.one_shot_max_bytes = def.shm_block_bytes + 1;
     expect_invalid(cfg, "one_shot_max");
     cfg = def;
+    cfg.shm_block_large_bytes = def.shm_block_bytes; /* not larger than the usual blocks */
+    expect_invalid(cfg, "shm_block_large");
+    cfg = def;
+    cfg.shm_block_large_bytes = ((size_t)1 << 30) + 1;
+    expect_invalid(cfg, "shm_block_large");
+    cfg = def;
+    cfg.shm_block_large_bytes = 0; /* off */
+    CHECK(nvf_config_validate(&cfg, err, sizeof(err)) == NVF_OK, "shm_block_large 0: %s", err);
+    CHECK(def.shm_block_large_bytes > def.shm_block_bytes, "default large blocks %zu not larger",
+          def.shm_block_large_bytes);
+    cfg = def;
     cfg.shm_nsets = 1;
     expect_invalid(cfg, "shm_nsets");
     cfg = def;

@@ -257,39 +257,124 @@ static void check_live_path(void)
         CHECK(nvf_path_class(classes[i].bytes) == classes[i].cls, "%zu B: class %d, expected %d",
               classes[i].bytes, nvf_path_class(classes[i].bytes), classes[i].cls);
 
+    const unsigned two = NVF_PATH_BIT(NVF_PATH_CMA); /* segment and single copies */
     nvf_path_stats_t s;
     memset(&s, 0, sizeof(s));
     const size_t b = 1u << 20;
     const int cls = nvf_path_class(b);
-    CHECK(!nvf_path_pick(&s, cls), "nothing known: the segment first");
-    nvf_path_record(&s, cls, false, 100, b); /* segment: 100 us */
-    CHECK(nvf_path_pick(&s, cls), "single copies unknown: tried next");
-    nvf_path_record(&s, cls, true, 150, b); /* single copies: 150 us */
-    CHECK(fabs(nvf_path_cost(&s, cls, false) - 100e3 / (double)b) < 1e-9, "segment cost %g",
-          nvf_path_cost(&s, cls, false));
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT, "nothing known: the segment first");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 100, b); /* segment: 100 us */
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_CMA, "single copies unknown: tried next");
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 150, b); /* single copies: 150 us */
+    CHECK(fabs(nvf_path_cost(&s, cls, NVF_PATH_SEGMENT) - 100e3 / (double)b) < 1e-9,
+          "segment cost %g", nvf_path_cost(&s, cls, NVF_PATH_SEGMENT));
     /* the cheaper path, and the other one call in NVF_PATH_EXPLORE */
     memset(s.calls, 0, sizeof(s.calls));
     int other = 0;
     for (int k = 0; k < 4 * NVF_PATH_EXPLORE; k++) {
-        bool cma = nvf_path_pick(&s, cls);
-        other += cma;
-        CHECK(cma == (k % NVF_PATH_EXPLORE == NVF_PATH_EXPLORE - 1), "call %d: path %d", k, cma);
+        nvf_path_t p = nvf_path_pick(&s, cls, two);
+        other += p == NVF_PATH_CMA;
+        CHECK(p == (k % NVF_PATH_EXPLORE == NVF_PATH_EXPLORE - 1 ? NVF_PATH_CMA : NVF_PATH_SEGMENT),
+              "call %d: path %d", k, (int)p);
     }
     CHECK(other == 4, "the other path ran %d times in %d calls", other, 4 * NVF_PATH_EXPLORE);
+    /* not allowed: never picked, whatever it cost */
+    memset(s.calls, 0, sizeof(s.calls));
+    for (int k = 0; k < 2 * NVF_PATH_EXPLORE; k++)
+        CHECK(nvf_path_pick(&s, cls, 0) == NVF_PATH_SEGMENT, "call %d: a path not allowed", k);
     /* one slow segment call (a peer descheduled) does not move the choice, a third one does */
     memset(s.calls, 0, sizeof(s.calls));
-    nvf_path_record(&s, cls, false, 1000, b);
-    CHECK(!nvf_path_pick(&s, cls), "one slow call moved the choice");
-    nvf_path_record(&s, cls, false, 1000, b);
-    CHECK(!nvf_path_pick(&s, cls), "two slow calls in five moved the choice");
-    nvf_path_record(&s, cls, false, 1000, b);
-    CHECK(nvf_path_pick(&s, cls), "three slow calls in five did not move the choice");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT, "one slow call moved the choice");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT,
+          "two slow calls in five moved the choice");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_CMA,
+          "three slow calls in five did not move the choice");
     /* and back once the single copies slow down in turn */
     for (int k = 0; k < 3; k++)
-        nvf_path_record(&s, cls, true, 2000, b);
-    CHECK(!nvf_path_pick(&s, cls), "single copies slower again: still chosen");
+        nvf_path_record(&s, cls, NVF_PATH_CMA, 2000, b);
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT,
+          "single copies slower again: still chosen");
     /* classes are independent */
-    CHECK(!nvf_path_pick(&s, 0) && nvf_path_cost(&s, 0, false) == 0, "class 0 was touched");
+    CHECK(nvf_path_pick(&s, 0, two) == NVF_PATH_SEGMENT &&
+              nvf_path_cost(&s, 0, NVF_PATH_SEGMENT) == 0,
+          "class 0 was touched");
+
+    /* three paths: the unknown large blocks tried first, then the cheapest; exploring calls
+     * take the two others in turn */
+    const unsigned three = NVF_PATH_BIT(NVF_PATH_CMA) | NVF_PATH_BIT(NVF_PATH_LARGE);
+    memset(&s, 0, sizeof(s));
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 300, b);
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 200, b);
+    CHECK(nvf_path_pick(&s, cls, three) == NVF_PATH_LARGE, "large blocks unknown: not tried");
+    CHECK(nvf_path_pick(&s, cls, NVF_PATH_BIT(NVF_PATH_CMA)) == NVF_PATH_CMA,
+          "large blocks not allowed, single copies cheapest: not chosen");
+    nvf_path_record(&s, cls, NVF_PATH_LARGE, 100, b);
+    memset(s.calls, 0, sizeof(s.calls));
+    int runs[NVF_PATH_COUNT] = {0};
+    for (int k = 0; k < 4 * NVF_PATH_EXPLORE; k++) {
+        nvf_path_t p = nvf_path_pick(&s, cls, three);
+        runs[p]++;
+        if (k % NVF_PATH_EXPLORE != NVF_PATH_EXPLORE - 1)
+            CHECK(p == NVF_PATH_LARGE, "call %d: path %d, the cheapest is the large blocks", k,
+                  (int)p);
+        else
+            CHECK(p != NVF_PATH_LARGE, "call %d: exploring, yet the cheapest path", k);
+    }
+    CHECK(runs[NVF_PATH_SEGMENT] == 2 && runs[NVF_PATH_CMA] == 2,
+          "exploring: the segment ran %d times, single copies %d, in %d calls (2 and 2)",
+          runs[NVF_PATH_SEGMENT], runs[NVF_PATH_CMA], 4 * NVF_PATH_EXPLORE);
+    CHECK(strcmp(nvf_path_name(NVF_PATH_LARGE), nvf_path_name(NVF_PATH_SEGMENT)) != 0,
+          "paths named alike");
+}
+
+/* A single-node two-shot plan in large blocks: blocks of large_block_bytes, its own name, its
+ * own place in the plan cache; not with single copies, not on several nodes. */
+static void check_large_blocks(const nvf_config_t *cfg)
+{
+    nvf_plan_shape_t sh = {
+        .count = (16u << 20) / 4, .esize = 4, .local_size = 4, .nnodes = 1, .uniform = true};
+    nvf_plan_t usual, large;
+    nvf_plan_choose(cfg, &sh, &usual);
+    sh.large_block_bytes = 1u << 20;
+    nvf_plan_choose(cfg, &sh, &large);
+    CHECK(usual.alg == NVF_ALG_TWOSHOT && usual.block_elems * 4 == cfg->shm_block_bytes,
+          "usual plan %s: %zu-element blocks", usual.name, usual.block_elems);
+    CHECK(large.alg == NVF_ALG_TWOSHOT && !large.cma && large.block_elems == (1u << 20) / 4 &&
+              strcmp(large.name, "host:twoshot+large") == 0,
+          "large plan %s: %zu-element blocks", large.name, large.block_elems);
+    CHECK(large.predicted_us < usual.predicted_us,
+          "large blocks: fewer block latencies, model "
+          "%.2f against %.2f us",
+          large.predicted_us, usual.predicted_us);
+    nvf_plan_cache_t cache;
+    memset(&cache, 0, sizeof(cache));
+    const nvf_plan_t *c1 = nvf_plan_get(&cache, cfg, &sh);
+    sh.large_block_bytes = 0;
+    const nvf_plan_t *c0 = nvf_plan_get(&cache, cfg, &sh);
+    CHECK(c0->block_elems == usual.block_elems && strcmp(c0->name, "host:twoshot") == 0,
+          "cache: the usual plan came back as %s", c0->name);
+    sh.large_block_bytes = 1u << 20;
+    c1 = nvf_plan_get(&cache, cfg, &sh);
+    CHECK(c1->block_elems == large.block_elems, "cache: the large plan came back with %zu",
+          c1->block_elems);
+    sh.cma = true; /* single copies win over large blocks where both are asked for */
+    nvf_plan_t cma;
+    nvf_config_t any = *cfg;
+    any.cma_min_bytes = 0;
+    any.cma_max_bytes = 0;
+    nvf_plan_choose(&any, &sh, &cma);
+    CHECK(cma.cma && cma.block_elems * 4 == cfg->shm_block_bytes, "cma plan %s: %zu elements",
+          cma.name, cma.block_elems);
+    sh.cma = false;
+    sh.nnodes = 2;
+    sh.local_size = 2;
+    nvf_plan_t hier;
+    nvf_plan_choose(cfg, &sh, &hier);
+    CHECK(hier.alg == NVF_ALG_HIER && hier.block_elems * 4 <= cfg->shm_block_bytes,
+          "several nodes: plan %s with %zu-element blocks", hier.name, hier.block_elems);
 }
 
 static void window_reference(const double *seg, const double *cma, int n, int *first, int *last)
@@ -410,6 +495,7 @@ int main(void)
     check_cma_window();
     check_stream(&cfg);
     check_live_path();
+    check_large_blocks(&cfg);
 
     /* auto: the cheaper of ring and halving-doubling by the model, for the direct plan */
     check_layouts(&cfg, NVF_INTER_NONE);
