@@ -49,6 +49,7 @@ static void teardown(nvf_comm_t *c)
         nvf_rail_close(&c->rail);
     c->have_rail = false;
     nvf_stage_unregister_segment(c);
+    nvf_stage_pinned_release(c);
     if (c->shm.base != NULL)
         nvf_shm_detach(&c->shm);
     nvf_topo_free(&c->topo);

@@ -40,6 +40,10 @@ struct nvf_comm {
     int shm_cuda; /* my mapping of the segment registered with CUDA (page-locked) for
                    * the staged path's copies: 0 not yet tried, 1 registered, -1 refused */
     nvf_cuda_dev_t *shm_cuda_dev; /* ... through this device's context */
+    void *pinned;                 /* page-locked host buffer for the direct plan's device data */
+    size_t pinned_bytes;          /* (nvf_stage_pinned), allocated through pinned_dev, */
+    nvf_cuda_dev_t *pinned_dev;   /* kept for later calls */
+    bool pinned_refused;          /* the driver refused once: pageable buffers from then on */
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
     size_t llc_bytes;   /* this host's last-level cache (0: unknown), for plan->stream */
@@ -70,6 +74,13 @@ nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev);
 /* bytes between host memory and memory of dev's device (either way), on dev's stream, waited
  * for; a failure is reported (nvf_error). */
 nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, size_t bytes);
+/* A page-locked host buffer of at least `bytes` (NVF_STAGE_PINNED_MAX at most) for the direct
+ * plan's device data, allocated through dev and kept for the communicator's later calls; NULL
+ * where it is larger or the driver refuses (then the caller stages in pageable memory). */
+#define NVF_STAGE_PINNED_MAX ((size_t)256 << 20)
+void *nvf_stage_pinned(nvf_comm_t *c, nvf_cuda_dev_t *dev, size_t bytes);
+/* Frees it (teardown). */
+void nvf_stage_pinned_release(nvf_comm_t *c);
 
 /* A monotonic clock in microseconds (timing the paths, noticing stalls). */
 static inline double nvf_now_us(void)

@@ -364,16 +364,21 @@ static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const voi
 }
 
 /* The direct plan: from the send buffer straight into the receive buffer (device buffers: in a
- * host copy, copied back). */
+ * host copy, copied back; page-locked and kept for later calls where the driver gives it, so
+ * that the copies are direct DMA). */
 static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
                                size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
 {
     const size_t bytes = count * nvf_dtype_size(dt);
     const void *in = sbuf != NULL ? sbuf : rbuf;
-    char *work = rbuf, *tmp = NULL;
+    char *work = rbuf, *tmp = NULL, *owned = NULL;
     nvf_status_t st = NVF_OK;
     if (in_dev || out_dev) {
-        tmp = malloc(bytes ? bytes : 1);
+        nvf_cuda_dev_t *dev = NULL;
+        if (nvf_stage_dev(in_dev ? in : rbuf, &dev) == NVF_OK)
+            tmp = nvf_stage_pinned(c, dev, bytes ? bytes : 1);
+        if (tmp == NULL)
+            tmp = owned = malloc(bytes ? bytes : 1);
         if (tmp == NULL)
             return NVF_ERR_NOMEM;
         st = nvf_memcpy_any(tmp, in, bytes);
@@ -383,7 +388,7 @@ static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void
         st = direct_rail(c, plan, in, work, count, dt, op);
     if (st == NVF_OK && tmp != NULL)
         st = nvf_memcpy_any(rbuf, tmp, bytes);
-    free(tmp);
+    free(owned);
     return st;
 }
 

@@ -65,6 +65,39 @@ nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t 
     return NVF_OK;
 }
 
+void *nvf_stage_pinned(nvf_comm_t *c, nvf_cuda_dev_t *dev, size_t bytes)
+{
+    if (bytes <= c->pinned_bytes)
+        return c->pinned;
+    if (c->pinned_refused || bytes > NVF_STAGE_PINNED_MAX)
+        return NULL;
+    nvf_stage_pinned_release(c);
+    /* whole MiB, at least one: calls that grow a little do not allocate again */
+    const size_t mib = (size_t)1 << 20, size = (bytes + mib - 1) / mib * mib;
+    void *p = NULL;
+    if (nvf_cuda_host_alloc(dev, size, &p) != NVF_OK) {
+        c->pinned_refused = true;
+        nvf_log(1,
+                "rank %d: no page-locked buffer of %zu bytes for device data between nodes "
+                "(cuMemHostAlloc: %s): staged through pageable memory",
+                c->oob.rank, size, nvf_cuda_last_error());
+        return NULL;
+    }
+    c->pinned = p;
+    c->pinned_bytes = size;
+    c->pinned_dev = dev;
+    return p;
+}
+
+void nvf_stage_pinned_release(nvf_comm_t *c)
+{
+    if (c->pinned != NULL)
+        nvf_cuda_host_free(c->pinned_dev, c->pinned);
+    c->pinned = NULL;
+    c->pinned_bytes = 0;
+    c->pinned_dev = NULL;
+}
+
 void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf)
 {
     if (c->shm_cuda != 0 || c->shm.base == NULL || c->shm.size == 0)

@@ -23,7 +23,10 @@
  * way on every rank. No mixed-kinds calls there: that path needs every rank's memory alike.
  * With --expect-registered the node's segment must have been page-locked (cuMemHostRegister) for
  * the staged copies; with --register-fails the driver refuses that, and the calls must still be
- * right. Every registration must be released by MPI_Finalize.
+ * right. Every registration must be released by MPI_Finalize. With --expect-pinned (one rank per
+ * node: the direct plan) device data must have been staged in a page-locked buffer of nvfabric's
+ * own (cuMemHostAlloc, besides the device state's status word), kept across calls of a size;
+ * every such buffer must be freed by MPI_Finalize.
  */
 #include "nvf_mpi_test.h"
 #include "unit/mock_cuda/mock_cuda.h"
@@ -100,7 +103,8 @@ static long run(const char *kinds, MPI_Datatype type, nvf_dtype_t dt, MPI_Op op,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    bool cuda_off = false, ipc = false, expect_registered = false, register_fails = false;
+    bool cuda_off = false, ipc = false, expect_registered = false, register_fails = false,
+         expect_pinned = false;
     size_t auto_min = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--cuda-off") == 0)
@@ -109,6 +113,8 @@ int main(int argc, char **argv)
             expect_registered = true;
         else if (strcmp(argv[a], "--register-fails") == 0)
             register_fails = true;
+        else if (strcmp(argv[a], "--expect-pinned") == 0)
+            expect_pinned = true;
         else if (strcmp(argv[a], "--ipc") == 0)
             ipc = true;
         else if (strcmp(argv[a], "--auto-min") == 0 && a + 1 < argc)
@@ -194,6 +200,20 @@ int main(int argc, char **argv)
             bad++;
         }
     }
+    /* the direct plan's page-locked buffer: made once for a size, kept for later calls */
+    if (expect_pinned) {
+        const unsigned long a0 = mock.count("cuMemHostAlloc");
+        for (int i = 0; i < 3; i++)
+            bad += run("dd", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, 70001, seed++);
+        const unsigned long a1 = mock.count("cuMemHostAlloc");
+        if (a0 < 2 || a1 != a0) {
+            fprintf(stderr,
+                    "FAIL rank %d: %lu page-locked allocations (want the status word and a "
+                    "staging buffer), %lu more for 3 calls of a size already seen\n",
+                    rank, a0, a1 - a0);
+            bad++;
+        }
+    }
     /* delegated (user-defined op) on device buffers: staged through host memory */
     MPI_Op usum;
     MPI_Op_create(user_sum_int, 1, &usum);
@@ -222,6 +242,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL rank %d: %lu host registrations, %lu released%s\n", rank,
                 mock.count("cuMemHostRegister"), unregistered,
                 register_fails ? " (every registration was refused)" : "");
+        return 1;
+    }
+    if (mock.count("cuMemFreeHost") != mock.count("cuMemHostAlloc")) {
+        fprintf(stderr, "FAIL rank %d: %lu page-locked allocations, %lu freed\n", rank,
+                mock.count("cuMemHostAlloc"), mock.count("cuMemFreeHost"));
         return 1;
     }
     if (mock.count("cuStreamDestroy") < 1 || mock.count("cuDevicePrimaryCtxRelease") < 1) {

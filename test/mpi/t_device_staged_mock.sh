@@ -11,7 +11,7 @@ for np in 2 3; do
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun $np -x LD_LIBRARY_PATH "$prog" \
         --expect-registered || nvf_fail "$np ranks"
     LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" UCX_TLS=tcp nvf_mpirun $np -x LD_LIBRARY_PATH \
-        --mca coll_nvfabric_virtual_node_size 1 "$prog" || nvf_fail "$np ranks, virtual nodes of 1"
+        --mca coll_nvfabric_virtual_node_size 1 "$prog" --expect-pinned || nvf_fail "$np ranks, virtual nodes of 1"
 done
 # the driver refuses to page-lock the segment: the staged copies go on through pageable memory
 LD_LIBRARY_PATH="$mockdir:${LD_LIBRARY_PATH:-}" nvf_mpirun 2 -x LD_LIBRARY_PATH "$prog" \
