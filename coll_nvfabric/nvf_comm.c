@@ -98,6 +98,7 @@ static nvf_status_t agree(nvf_comm_t *c, nvf_status_t mine, const char *msg)
 
 typedef struct shm_rec {
     char name[64];
+    uint64_t slot; /* the bytes of its slots */
 } shm_rec_t;
 
 /* This rank's affinity mask (any online CPU where it cannot be read). */
@@ -218,22 +219,31 @@ static nvf_status_t setup(nvf_comm_t *c)
 
     /* 2. the node's segment: the first local rank creates it, the others map it, then it is
      * unlinked (so that a crash leaves nothing behind) */
-    shm_rec_t rec = {""};
+    shm_rec_t rec = {"", 0};
     /* one node: slots that hold the live choice's large blocks too, where the whole segment
-     * stays within NVF_SHM_LARGE_MAX (the same answer on every local rank) */
+     * stays within NVF_SHM_LARGE_MAX and /dev/shm has room for it (else the usual slots: the
+     * leader says which) */
     size_t slot = cfg->shm_block_bytes;
     if (st == NVF_OK && t->nnodes == 1 && t->local_size > 1 && cfg->shm_block_large_bytes > slot &&
         nvf_shm_bytes(t->local_size, cfg->shm_nsets, cfg->shm_block_large_bytes) <=
             NVF_SHM_LARGE_MAX)
         slot = cfg->shm_block_large_bytes;
-    c->large_block_bytes = slot > cfg->shm_block_bytes ? slot : 0;
     if (st == NVF_OK) {
         if (t->local_size == 1)
             st = nvf_shm_private(&c->shm, cfg->shm_nsets, slot, err, sizeof(err));
-        else if (t->local_rank == 0)
+        else if (t->local_rank == 0) {
             st = nvf_shm_create(&c->shm, t->local_size, cfg->shm_nsets, slot, err, sizeof(err));
+            if (st != NVF_OK && slot > cfg->shm_block_bytes) {
+                nvf_log(
+                    1, "rank %d: no room for a segment with %zu-byte slots (%s): usual blocks only",
+                    t->rank, slot, err);
+                slot = cfg->shm_block_bytes;
+                st = nvf_shm_create(&c->shm, t->local_size, cfg->shm_nsets, slot, err, sizeof(err));
+            }
+        }
         if (st == NVF_OK && t->local_size > 1 && t->local_rank == 0)
             snprintf(rec.name, sizeof(rec.name), "%s", c->shm.name);
+        rec.slot = slot;
     }
     shm_rec_t *recs = calloc((size_t)c->oob.size, sizeof(*recs));
     if (recs == NULL || c->oob.allgather(c->oob.ctx, &rec, recs, sizeof(rec)) != 0) {
@@ -243,16 +253,18 @@ static nvf_status_t setup(nvf_comm_t *c)
         return NVF_ERR_PEER;
     }
     if (st == NVF_OK && t->local_size > 1 && t->local_rank != 0) {
-        const char *name = recs[nvf_topo_member(t, t->node, 0)].name;
-        if (name[0] == '\0') {
+        const shm_rec_t *leader = &recs[nvf_topo_member(t, t->node, 0)];
+        if (leader->name[0] == '\0') {
             st = NVF_ERR_PEER;
             snprintf(err, sizeof(err), "the node leader could not create its segment");
         } else {
-            st = nvf_shm_attach(&c->shm, name, t->local_size, cfg->shm_nsets, slot, err,
+            slot = (size_t)leader->slot;
+            st = nvf_shm_attach(&c->shm, leader->name, t->local_size, cfg->shm_nsets, slot, err,
                                 sizeof(err));
         }
     }
     free(recs);
+    c->large_block_bytes = slot > cfg->shm_block_bytes ? slot : 0;
     nvf_status_t all = agree(c, st, err);
     nvf_shm_unlink(&c->shm); /* every local rank has it mapped, or nobody needs it */
     if (all != NVF_OK) {
