@@ -67,8 +67,7 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
                               .cores_shared = c->cores_shared,
                               .cache_bytes = c->cache_bytes,
                               .host_ranks = c->host_ranks,
-                              .llc_bytes = c->llc_bytes,
-                              .node_cpus = c->node_cpus};
+                              .llc_bytes = c->llc_bytes};
     nvf_config_t cfgs[2] = {c->cfg, c->cfg};
     cfgs[0].cma_min_bytes = SIZE_MAX; /* path 0: through the segment */
     cfgs[1].cma_min_bytes = 0;        /* path 1: single copies */

@@ -205,7 +205,6 @@ static nvf_status_t setup(nvf_comm_t *c)
         if (places[r].llc < c->cache_bytes)
             c->cache_bytes = places[r].llc;
     const int ncpu = st == NVF_OK ? node_cpus(&c->topo, places) : 0;
-    c->node_cpus = ncpu;
     free(keys);
     free(places);
     if (st != NVF_OK)
@@ -353,7 +352,7 @@ static nvf_status_t setup(nvf_comm_t *c)
         }
     }
     const nvf_plan_shape_t host_shape = {
-        .local_size = t->max_local, .llc_bytes = c->llc_bytes, .node_cpus = c->node_cpus};
+        .local_size = t->max_local, .llc_bytes = c->llc_bytes, .host_ranks = c->host_ranks};
     const size_t stream_min = nvf_plan_stream_min(cfg, &host_shape);
     char stream_text[96] = ", results into recvbuf without streaming stores";
     if (stream_min != SIZE_MAX)
@@ -541,7 +540,6 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
                               .cache_bytes = c->cache_bytes,
                               .host_ranks = c->host_ranks,
                               .llc_bytes = c->llc_bytes,
-                              .node_cpus = c->node_cpus,
                               .large_block_bytes =
                                   path == NVF_PATH_LARGE ? c->large_block_bytes : 0};
     const nvf_plan_t *plan = nvf_plan_get(&c->plans, &c->cfg, &shape);

@@ -49,7 +49,6 @@ struct nvf_comm {
     size_t llc_bytes;   /* this host's last-level cache (0: unknown), for plan->stream */
     size_t cache_bytes; /* the smallest last-level cache of the communicator's hosts */
     int host_ranks;     /* the most of its ranks on one host */
-    int node_cpus;      /* CPUs my node's ranks may run on together (0: unknown) */
     char *cma_tmp;      /* private block for the peers' inputs read by CMA */
     uint64_t cma_probe; /* what the peers read at setup to find out whether CMA works */
     bool cma_tune_pending; /* the single-copy crossover is still to be measured (nvf_cma_tune) */

@@ -166,12 +166,12 @@ size_t nvf_plan_stream_min(const nvf_config_t *cfg, const nvf_plan_shape_t *sh)
     if (cfg->stream_min_bytes != 0)
         return cfg->stream_min_bytes;
     const size_t llc = sh->llc_bytes != 0 ? sh->llc_bytes : NVF_LLC_DEFAULT_BYTES;
-    /* measured (2026-12-07, AMD VM, 32 MiB L3): 2 ranks gained from 4 MiB and lost at 1-2 MiB;
-     * 4 ranks on its 2 CPUs lost at 1-2 MiB too: the ranks waiting for a core hold no lines */
-    int running = sh->local_size;
-    if (sh->node_cpus > 0 && sh->node_cpus < running)
-        running = sh->node_cpus;
-    return llc / (4 * (size_t)(running > 1 ? running : 1));
+    /* measured (2026-12-07, AMD VM, 32 MiB L3, alternating runs binned by the machine's state):
+     * 4 ranks on its 2 CPUs gained from 4 MiB (1.4-1.5 ms against 2.0-4.9 ms) and lost at 1-2
+     * MiB; 2 ranks lost at 4 MiB (median 0.43 ms against 0.36 ms) and gained from 8 MiB: where
+     * the send and receive buffers of all the host's ranks fill the cache */
+    const int ranks = sh->host_ranks > 0 ? sh->host_ranks : sh->local_size;
+    return llc / (2 * (size_t)(ranks > 1 ? ranks : 1));
 }
 
 static void choose_alg(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_plan_t *plan);

@@ -52,9 +52,8 @@ typedef struct nvf_plan_shape {
     bool cma;          /* the node's ranks can read and write each other's memory (CMA) */
     bool cores_shared; /* some host runs more ranks than it has CPUs: a pipelined plan's stages
                         * on host memory then take turns on the cores instead of overlapping */
-    size_t llc_bytes;  /* this host's last-level cache (0: unknown) and the CPUs my node's ranks */
-    int node_cpus;     /* run on (0: unknown): they decide only plan->stream, nothing of the
-                        * protocol, so they may differ between hosts */
+    size_t llc_bytes;  /* this host's last-level cache (0: unknown): it decides only
+                        * plan->stream, nothing of the protocol, so it may differ between hosts */
     /* the smallest last-level cache of the communicator's hosts and the most of its ranks on
      * one host (0: unknown): alike on every rank, so the model's cache regime may decide plans */
     size_t cache_bytes;
@@ -66,9 +65,9 @@ typedef struct nvf_plan_shape {
 
 void nvf_plan_choose(const nvf_config_t *cfg, const nvf_plan_shape_t *shape, nvf_plan_t *plan);
 /* The message size from which host results are streamed into receive buffers (SIZE_MAX:
- * never): stream_min where set, else where the inputs and outputs of the node's ranks that run
- * at once (2 x bytes x the fewer of local_size and node_cpus) reach half the last-level cache
- * (32 MiB where it is unknown). */
+ * never): stream_min where set, else where the send and receive buffers of the host's ranks
+ * (2 x bytes x host_ranks; local_size where that is unknown) fill the last-level cache (32 MiB
+ * where it is unknown). */
 size_t nvf_plan_stream_min(const nvf_config_t *cfg, const nvf_plan_shape_t *shape);
 /* The share of a host plan's copy and reduction time left where the inputs and outputs of the
  * host's ranks (2 x bytes x host_ranks) fit, wholly or in part, in the last-level cache: 1 where

@@ -192,21 +192,24 @@ static void check_stream(const nvf_config_t *cfg0)
 {
     nvf_config_t cfg = *cfg0;
     const struct {
-        int local_size, nnodes, cpus;
+        int local_size, nnodes, host_ranks;
         size_t llc;
-        size_t from; /* expected auto threshold: llc / (4 x the fewer of local_size and cpus),
-                      * llc 32 MiB where unknown, cpus not counted where unknown */
-    } cases[] = {{2, 1, 2, 32u << 20, 4u << 20}, {4, 1, 0, 32u << 20, 2u << 20},
-                 {4, 1, 2, 32u << 20, 4u << 20}, {4, 1, 8, 32u << 20, 2u << 20},
-                 {3, 1, 64, 30u << 20, 2621440}, {2, 1, 2, 0, 4u << 20},
-                 {2, 2, 1, 8u << 20, 2u << 20},  {8, 4, 16, 256u << 20, 8u << 20}};
+        size_t from; /* expected auto threshold: llc / (2 x host_ranks), local_size where
+                      * host_ranks is unknown, llc 32 MiB where unknown */
+    } cases[] = {{2, 1, 2, 32u << 20, 8u << 20},  {4, 1, 0, 32u << 20, 4u << 20},
+                 {4, 1, 4, 32u << 20, 4u << 20},  {2, 2, 4, 32u << 20, 4u << 20},
+                 {3, 1, 3, 30u << 20, 5242880},   {2, 1, 2, 0, 8u << 20},
+                 {1, 2, 1, 8u << 20, 4u << 20},   {8, 4, 8, 256u << 20, 16u << 20},
+                 {1, 4, 0, 32u << 20, 16u << 20}, {2, 1, 0, 32u << 20, 8u << 20}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         nvf_plan_shape_t sh = shape(8, cases[i].local_size, cases[i].nnodes, true);
         sh.llc_bytes = cases[i].llc;
-        sh.node_cpus = cases[i].cpus;
+        sh.host_ranks = cases[i].host_ranks;
         size_t from = nvf_plan_stream_min(&cfg, &sh);
-        CHECK(from == cases[i].from, "%dx%d on %d CPUs, llc %zu: streams from %zu, expected %zu",
-              sh.nnodes, sh.local_size, sh.node_cpus, cases[i].llc, from, cases[i].from);
+        CHECK(from == cases[i].from,
+              "%dx%d, %d ranks on the host, llc %zu: streams from %zu, "
+              "expected %zu",
+              sh.nnodes, sh.local_size, sh.host_ranks, cases[i].llc, from, cases[i].from);
         const size_t sizes[] = {from - 4, from, from + 4, 64u << 20};
         for (size_t s = 0; s < 4; s++) {
             sh.count = sizes[s] / sh.esize;
