@@ -120,7 +120,6 @@ typedef struct rank_place {
 
 /* The CPUs the node's ranks may run on: the union of their affinity masks (a rank bound to one
  * core sees only that core in its own mask, yet the ranks together may have one core each). */
-
 static int node_cpus(const nvf_topo_t *t, const rank_place_t *places)
 {
     cpu_set_t all_cpus;
