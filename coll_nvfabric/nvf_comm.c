@@ -428,15 +428,9 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, unsigned a
 static void record_path(nvf_comm_t *c, int cls, nvf_path_t path, double us, size_t bytes)
 {
     nvf_path_record(&c->paths, cls, path, us, bytes);
-    nvf_path_t best = NVF_PATH_SEGMENT, was = c->path_best[cls];
-    double best_cost = nvf_path_cost(&c->paths, cls, NVF_PATH_SEGMENT);
-    for (int p = 1; p < NVF_PATH_COUNT; p++) {
-        const double cost = nvf_path_cost(&c->paths, cls, (nvf_path_t)p);
-        if (cost != 0 && (best_cost == 0 || cost < best_cost)) {
-            best = (nvf_path_t)p;
-            best_cost = cost;
-        }
-    }
+    const nvf_path_t was = c->path_best[cls];
+    double best_cost;
+    const nvf_path_t best = nvf_path_cheapest(&c->paths, cls, ~0u, &best_cost);
     if (best != was && nvf_path_cost(&c->paths, cls, was) != 0)
         nvf_log(2, "rank %d: calls of about %zu bytes now %s (%.3f against %.3f ns per byte)",
                 c->topo.rank, (size_t)65536 << (2 * cls), nvf_path_name(best), best_cost,

@@ -352,23 +352,30 @@ double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p)
     return v[NVF_PATH_SAMPLES / 2];
 }
 
+nvf_path_t nvf_path_cheapest(const nvf_path_stats_t *s, int cls, unsigned among, double *cost)
+{
+    nvf_path_t best = NVF_PATH_SEGMENT;
+    double best_cost = 0;
+    for (int p = 0; p < NVF_PATH_COUNT; p++) {
+        const double c = (among & NVF_PATH_BIT(p)) ? nvf_path_cost(s, cls, (nvf_path_t)p) : 0;
+        if (c != 0 && (best_cost == 0 || c < best_cost)) {
+            best = (nvf_path_t)p;
+            best_cost = c;
+        }
+    }
+    if (cost != NULL)
+        *cost = best_cost;
+    return best;
+}
+
 nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed)
 {
     const unsigned k = s->calls[cls]++;
     allowed |= NVF_PATH_BIT(NVF_PATH_SEGMENT);
-    nvf_path_t best = NVF_PATH_SEGMENT;
-    double best_cost = 0;
-    for (int p = 0; p < NVF_PATH_COUNT; p++) {
-        if (!(allowed & NVF_PATH_BIT(p)))
-            continue;
-        const double cost = nvf_path_cost(s, cls, (nvf_path_t)p);
-        if (cost == 0)
+    for (int p = 0; p < NVF_PATH_COUNT; p++)
+        if ((allowed & NVF_PATH_BIT(p)) && nvf_path_cost(s, cls, (nvf_path_t)p) == 0)
             return (nvf_path_t)p; /* not tried yet */
-        if (p == NVF_PATH_SEGMENT || cost < best_cost) {
-            best = (nvf_path_t)p;
-            best_cost = cost;
-        }
-    }
+    const nvf_path_t best = nvf_path_cheapest(s, cls, allowed, NULL);
     if (k % NVF_PATH_EXPLORE != NVF_PATH_EXPLORE - 1)
         return best;
     /* exploring: the others in turn */

@@ -127,6 +127,10 @@ nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed);
 void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
 /* The median of the path's samples in ns per byte (0: none yet). */
 double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p);
+/* Of the paths in `among` with a cost known, the one whose median is lowest (the first in the
+ * order of nvf_path_t on a tie; the segment where none is known); *cost (may be NULL): its
+ * median, 0 where none is known. */
+nvf_path_t nvf_path_cheapest(const nvf_path_stats_t *s, int cls, unsigned among, double *cost);
 /* "through the segment", "by single copies", "through the segment in large blocks" */
 const char *nvf_path_name(nvf_path_t p);
 

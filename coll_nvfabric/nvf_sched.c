@@ -363,6 +363,20 @@ static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const voi
     }
 }
 
+/* Device buffers of a call: the devices whose streams copy them, asked of the driver once for
+ * the whole call (not per block). */
+static nvf_status_t stage_devs(const nvf_comm_t *c, const void *in, const void *out, bool in_dev,
+                               bool out_dev, nvf_cuda_dev_t **in_cu, nvf_cuda_dev_t **out_cu)
+{
+    if ((in_dev && nvf_stage_dev(in, in_cu) != NVF_OK) ||
+        (out_dev && nvf_stage_dev(out, out_cu) != NVF_OK)) {
+        nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,
+                  in_dev && *in_cu == NULL ? "send" : "receive", nvf_cuda_last_error());
+        return NVF_ERR_CUDA;
+    }
+    return NVF_OK;
+}
+
 /* The direct plan: from the send buffer straight into the receive buffer (device buffers: in a
  * host copy, copied back; page-locked and kept for later calls where the driver gives it, so
  * that the copies are direct DMA). */
@@ -372,22 +386,30 @@ static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void
     const size_t bytes = count * nvf_dtype_size(dt);
     const void *in = sbuf != NULL ? sbuf : rbuf;
     char *work = rbuf, *tmp = NULL, *owned = NULL;
-    nvf_status_t st = NVF_OK;
+    nvf_cuda_dev_t *in_cu = NULL, *out_cu = NULL;
+    nvf_status_t st = stage_devs(c, in, rbuf, in_dev, out_dev, &in_cu, &out_cu);
+    if (st != NVF_OK)
+        return st;
     if (in_dev || out_dev) {
-        nvf_cuda_dev_t *dev = NULL;
-        if (nvf_stage_dev(in_dev ? in : rbuf, &dev) == NVF_OK)
-            tmp = nvf_stage_pinned(c, dev, bytes ? bytes : 1);
+        tmp = nvf_stage_pinned(c, in_dev ? in_cu : out_cu, bytes ? bytes : 1);
         if (tmp == NULL)
             tmp = owned = malloc(bytes ? bytes : 1);
         if (tmp == NULL)
             return NVF_ERR_NOMEM;
-        st = nvf_memcpy_any(tmp, in, bytes);
+        if (in_dev)
+            st = nvf_stage_copy(in_cu, tmp, in, bytes);
+        else
+            memcpy(tmp, in, bytes);
         in = work = tmp;
     }
     if (st == NVF_OK)
         st = direct_rail(c, plan, in, work, count, dt, op);
-    if (st == NVF_OK && tmp != NULL)
-        st = nvf_memcpy_any(rbuf, tmp, bytes);
+    if (st == NVF_OK && tmp != NULL) {
+        if (out_dev)
+            st = nvf_stage_copy(out_cu, rbuf, tmp, bytes);
+        else
+            memcpy(rbuf, tmp, bytes);
+    }
     free(owned);
     return st;
 }
@@ -412,11 +434,7 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
     r.in_dev = in_dev;
     r.out_dev = out_dev;
     r.stream = plan->stream && !out_dev;
-    /* device buffers: which device copies them, asked of the driver once for the whole call */
-    if ((in_dev && nvf_stage_dev(r.in, &r.in_cu) != NVF_OK) ||
-        (out_dev && nvf_stage_dev(r.out, &r.out_cu) != NVF_OK)) {
-        nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,
-                  in_dev && r.in_cu == NULL ? "send" : "receive", nvf_cuda_last_error());
+    if (stage_devs(c, r.in, r.out, in_dev, out_dev, &r.in_cu, &r.out_cu) != NVF_OK) {
         atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release); /* peers stop too */
         return NVF_ERR_CUDA;
     }
