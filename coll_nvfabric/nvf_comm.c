@@ -50,6 +50,7 @@ static void teardown(nvf_comm_t *c)
     c->have_rail = false;
     nvf_stage_unregister_segment(c);
     nvf_stage_pinned_release(c);
+    nvf_stage_events_release(c);
     if (c->shm.base != NULL)
         nvf_shm_detach(&c->shm);
     nvf_topo_free(&c->topo);

@@ -127,6 +127,8 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const struct nvf_topo *topo, const
                             size_t slot_bytes, bool active, char *err, size_t errlen);
 /* Local: waits (bounded) until nothing is in flight, then frees the channels. */
 void nvf_rail_close(nvf_rail_t *rail);
+/* What the transport last reported as failing (for the scheduler's error lines). */
+const char *nvf_rail_last_error(void);
 
 /* Drives communication. */
 static inline void nvf_rail_progress(const nvf_rail_t *rail)

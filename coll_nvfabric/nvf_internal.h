@@ -22,6 +22,8 @@ typedef enum nvf_setup_state {
     NVF_SETUP_FAILED, /* setup failed on some rank: every call is delegated */
 } nvf_setup_state_t;
 
+#define NVF_STAGE_EVENTS 128
+
 struct nvf_comm {
     nvf_config_t cfg;
     nvf_oob_t oob;
@@ -44,6 +46,11 @@ struct nvf_comm {
     size_t pinned_bytes;          /* (nvf_stage_pinned), allocated through pinned_dev, */
     nvf_cuda_dev_t *pinned_dev;   /* kept for later calls */
     bool pinned_refused;          /* the driver refused once: pageable buffers from then on */
+    /* the staged path's queued copies: event i is recorded after the copy of block slot i
+     * (nvf_stage_copy_start) on stage_ev_dev[i]'s stream; made on first use, remade for another
+     * device */
+    nvf_cuda_event_t *stage_ev[NVF_STAGE_EVENTS];
+    nvf_cuda_dev_t *stage_ev_dev[NVF_STAGE_EVENTS];
     bool cma;           /* every local rank can read and write every other's memory (CMA) */
     bool cores_shared;  /* some host of the communicator runs more of its ranks than it has CPUs */
     size_t llc_bytes;   /* this host's last-level cache (0: unknown), for plan->stream */
@@ -73,6 +80,17 @@ nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev);
 /* bytes between host memory and memory of dev's device (either way), on dev's stream, waited
  * for; a failure is reported (nvf_error). */
 nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, size_t bytes);
+/* The same, queued (pipelined copies): started on dev's stream with c's event `slot`
+ * (0 <= slot < NVF_STAGE_EVENTS) recorded after it; nvf_stage_copy_done says, without blocking,
+ * whether everything queued before that event has landed. A failure is reported. */
+nvf_status_t nvf_stage_copy_start(nvf_comm_t *c, int slot, nvf_cuda_dev_t *dev, void *dst,
+                                  const void *src, size_t bytes);
+nvf_status_t nvf_stage_copy_done(nvf_comm_t *c, int slot, bool *done);
+/* Destroys c's events (teardown). */
+void nvf_stage_events_release(nvf_comm_t *c);
+/* Waits for every copy queued on dev's stream (a call that stops early: nothing may land in the
+ * segment or the user's buffers after it returned); errors are only logged. */
+void nvf_stage_drain(nvf_cuda_dev_t *dev);
 /* A page-locked host buffer of at least `bytes` (NVF_STAGE_PINNED_MAX at most) for the direct
  * plan's device data, allocated through dev and kept for the communicator's later calls; NULL
  * where it is larger or the driver refuses (then the caller stages in pageable memory). */

@@ -208,7 +208,17 @@ void nvf_rail_close(nvf_rail_t *rail)
     memset(rail, 0, sizeof(*rail));
 }
 
+const char *nvf_rail_last_error(void)
+{
+    return nvf_ucx_last_error();
+}
+
 #else /* built without UCX: there is no inter-node stage */
+
+const char *nvf_rail_last_error(void)
+{
+    return "built without UCX";
+}
 
 nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_oob_t *oob,
                             size_t slot_bytes, bool active, char *err, size_t errlen)

@@ -18,7 +18,10 @@
  * copy-in and reduction and block k-1's copy-out. Waits are tests in one loop that spins,
  * drives UCX, and yields the core after cfg.spin_before_yield idle rounds (oversubscribed runs).
  * Device buffers (the staged device path) go through the segment with CUDA copies: the input is
- * copied whole into the input slot, the result out of the segment. Plans for large messages
+ * copied whole into the input slot, the result out of the segment. The copies are queued on the
+ * device's stream with an event after each (nvf_stage_copy_start), so that the blocks in flight
+ * overlap them with the host's reductions: a block publishes in_seq (done_seq) once its copy in
+ * (out) has landed and the block before it has published the same flag. Plans for large messages
  * (plan->stream) write results into a host recvbuf with streaming stores (nvf_copy.h): nobody
  * reads it before the call returns, and the inputs stay in the cache.
  * With one rank per node (the direct plan) there is nothing to do within a node: the rail's
@@ -44,6 +47,8 @@ typedef struct blk {
     size_t n;      /* elements in this block */
     size_t lo, hi; /* my part of the block */
     int set;
+    int slot;     /* its place in the pipeline (0 .. depth-1): which events its copies use */
+    bool copying; /* staged device path: its copy in (or out) is queued on the device's stream */
     enum blk_state state;
 } blk_t;
 
@@ -91,6 +96,10 @@ static void my_part(const nvf_plan_t *plan, int me, int L, size_t n, size_t esiz
     *lo = first_unit * g < n ? first_unit * g : n;
     *hi = (first_unit + my_units) * g < n ? (first_unit + my_units) * g : n;
 }
+
+/* The events of a block's queued copies: in (slot) and out (NVF_MAX_DEPTH + slot). */
+#define EV_IN(b) ((b)->slot)
+#define EV_OUT(b) (NVF_MAX_DEPTH + (b)->slot)
 
 typedef struct run {
     nvf_comm_t *c;
@@ -202,6 +211,37 @@ static nvf_status_t cma_agree(run_t *r, uint64_t seq0, bool *all_host)
     return NVF_OK;
 }
 
+/* The copy-out of block b to a device recvbuf: queued once every local rank published the
+ * block's results; done_seq once it landed and the block before is done. */
+static nvf_status_t copy_out_dev(run_t *r, blk_t *b, enum blk_state prev, bool *moved)
+{
+    const nvf_shm_t *shm = &r->c->shm;
+    const bool started = !b->copying;
+    if (started) {
+        if (r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
+            return NVF_OK;
+        nvf_status_t st =
+            nvf_stage_copy_start(r->c, EV_OUT(b), r->out_cu, r->out + b->first * r->esize,
+                                 nvf_shm_res(shm, b->set), b->n * r->esize);
+        if (st != NVF_OK)
+            return st;
+        b->copying = true;
+    }
+    bool landed;
+    nvf_status_t st = nvf_stage_copy_done(r->c, EV_OUT(b), &landed);
+    if (st != NVF_OK)
+        return st;
+    if (!landed || prev != B_DONE) {
+        *moved = started;
+        return NVF_OK;
+    }
+    b->copying = false;
+    publish(&shm->ctrl[r->me].done_seq, b->seq);
+    b->state = B_DONE;
+    *moved = true;
+    return NVF_OK;
+}
+
 /* One step of block b (*moved: it changed state). prev is the state of the block before it
  * (B_DONE for the oldest): a flag says "every block up to this one", so a block publishes a
  * flag only after the block before it has published the same one. */
@@ -218,9 +258,23 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         if (r->cma) {
             /* nothing to copy: the peers read my part of their parts from my buffer */
         } else if (r->in_dev) {
-            nvf_status_t st = nvf_stage_copy(r->in_cu, slot, src, b->n * e);
+            const bool started = !b->copying;
+            if (started) {
+                nvf_status_t st =
+                    nvf_stage_copy_start(r->c, EV_IN(b), r->in_cu, slot, src, b->n * e);
+                if (st != NVF_OK)
+                    return st;
+                b->copying = true;
+            }
+            bool landed;
+            nvf_status_t st = nvf_stage_copy_done(r->c, EV_IN(b), &landed);
             if (st != NVF_OK)
                 return st;
+            if (!landed || prev == B_COPYIN) {
+                *moved = started;
+                return NVF_OK;
+            }
+            b->copying = false;
         } else if (r->plan->alg == NVF_ALG_ONESHOT) {
             memcpy(slot, src, b->n * e);
         } else if (r->L > 1) {
@@ -309,6 +363,8 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         *moved = true;
         return NVF_OK;
     case B_COPYOUT:
+        if (r->out_dev && r->plan->alg != NVF_ALG_ONESHOT) /* (the CMA path is host-only) */
+            return copy_out_dev(r, b, prev, moved);
         if (prev != B_DONE)
             return NVF_OK;
         if (r->cma) {
@@ -319,11 +375,7 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
                 return NVF_OK;
             const char *res = nvf_shm_res(shm, b->set);
             char *out = r->out + b->first * e;
-            if (r->out_dev) {
-                nvf_status_t st = nvf_stage_copy(r->out_cu, out, res, b->n * e);
-                if (st != NVF_OK)
-                    return st;
-            } else if (r->hier) {
+            if (r->hier) {
                 copy_out(r, out, res, b->n * e);
             } else { /* my own part is in recvbuf already */
                 copy_out(r, out, res, b->lo * e);
@@ -340,6 +392,19 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
     return NVF_OK;
 }
 
+/* A call that stops early: nothing may land in the segment or the user's buffers once it has
+ * returned (the rail's transfers, the queued copies). */
+static void stop_run(run_t *r)
+{
+    if (r->iop_started)
+        nvf_inter_abort(&r->iop);
+    r->iop_started = false;
+    if (r->in_dev)
+        nvf_stage_drain(r->in_cu);
+    if (r->out_dev && r->out_cu != r->in_cu)
+        nvf_stage_drain(r->out_cu);
+}
+
 /* One rank per node: the rail's allreduce of in into buf (in == buf: in place). */
 static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const void *in, void *buf,
                                 size_t count, nvf_dtype_t dt, nvf_op_t op)
@@ -351,7 +416,8 @@ static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const voi
         bool done = false;
         nvf_status_t st = nvf_inter_progress(&iop, &done);
         if (st != NVF_OK) {
-            nvf_error("inter-node stage failed (plan %s): %s", plan->name, nvf_status_str(st));
+            nvf_error("inter-node stage failed (plan %s): %s (%s)", plan->name, nvf_status_str(st),
+                      nvf_rail_last_error());
             return st;
         }
         if (done)
@@ -377,40 +443,121 @@ static nvf_status_t stage_devs(const nvf_comm_t *c, const void *in, const void *
     return NVF_OK;
 }
 
-/* The direct plan: from the send buffer straight into the receive buffer (device buffers: in a
- * host copy, copied back; page-locked and kept for later calls where the driver gives it, so
- * that the copies are direct DMA). */
-static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                               size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+/* The direct plan runs large calls as a few pieces (each one allreduce of the rail), so that
+ * device data's copies overlap the rail's work: every piece's copy to the host is queued at
+ * once, piece k is allreduced between nodes as soon as it has landed (while later pieces still
+ * copy), and copied back while piece k+1 is allreduced. Host calls are cut alike: in one call
+ * some ranks may pass host and others device memory, and the rail's peers must run the same
+ * sequence of allreduces; every rank cuts a call the same way, so results stay the same on every
+ * rank and every run. Pieces of at least NVF_DIRECT_PIECE_MIN, so that a piece's latency (a few
+ * round trips of the rail) stays small against its transfer; at most NVF_DIRECT_PIECES. */
+#define NVF_DIRECT_PIECES 4
+#define NVF_DIRECT_PIECE_MIN ((size_t)8 << 20)
+
+typedef struct pieces {
+    size_t n;   /* how many */
+    size_t per; /* elements in each but the last */
+} pieces_t;
+
+static pieces_t direct_pieces(size_t count, size_t esize)
 {
-    const size_t bytes = count * nvf_dtype_size(dt);
-    const void *in = sbuf != NULL ? sbuf : rbuf;
-    char *work = rbuf, *tmp = NULL, *owned = NULL;
+    size_t n = count * esize / NVF_DIRECT_PIECE_MIN;
+    n = n < 1 ? 1 : n > NVF_DIRECT_PIECES ? NVF_DIRECT_PIECES : n;
+    return (pieces_t){n, (count + n - 1) / n};
+}
+
+/* Piece k of a call of count elements: its first element, *n its elements. */
+static size_t piece_at(pieces_t p, size_t k, size_t count, size_t *n)
+{
+    const size_t first = k * p.per < count ? k * p.per : count;
+    *n = count - first < p.per ? count - first : p.per;
+    return first;
+}
+
+/* Until the copies queued up to c's event `slot` have landed, driving the rail meanwhile (the
+ * peers may be sending). */
+static nvf_status_t wait_copies(nvf_comm_t *c, int slot)
+{
+    unsigned spins = 0;
+    for (;;) {
+        bool landed;
+        nvf_status_t st = nvf_stage_copy_done(c, slot, &landed);
+        if (st != NVF_OK || landed)
+            return st;
+        if (c->have_rail)
+            nvf_rail_progress(&c->rail);
+        if (++spins >= (unsigned)c->cfg.spin_before_yield) {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
+/* The direct plan on device buffers (either or both): through a host copy, in pieces (above);
+ * page-locked and kept for later calls where the driver gives it, so that the copies are
+ * direct DMA and queued without blocking. */
+static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const void *in, void *rbuf,
+                                  size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev,
+                                  bool out_dev)
+{
+    const size_t esize = nvf_dtype_size(dt), bytes = count * esize;
+    const pieces_t pc = direct_pieces(count, esize);
     nvf_cuda_dev_t *in_cu = NULL, *out_cu = NULL;
     nvf_status_t st = stage_devs(c, in, rbuf, in_dev, out_dev, &in_cu, &out_cu);
     if (st != NVF_OK)
         return st;
-    if (in_dev || out_dev) {
-        tmp = nvf_stage_pinned(c, in_dev ? in_cu : out_cu, bytes ? bytes : 1);
-        if (tmp == NULL)
-            tmp = owned = malloc(bytes ? bytes : 1);
-        if (tmp == NULL)
-            return NVF_ERR_NOMEM;
-        if (in_dev)
-            st = nvf_stage_copy(in_cu, tmp, in, bytes);
-        else
-            memcpy(tmp, in, bytes);
-        in = work = tmp;
+    char *owned = NULL, *tmp = nvf_stage_pinned(c, in_dev ? in_cu : out_cu, bytes ? bytes : 1);
+    if (tmp == NULL)
+        tmp = owned = malloc(bytes ? bytes : 1);
+    if (tmp == NULL)
+        return NVF_ERR_NOMEM;
+    if (!in_dev)
+        memcpy(tmp, in, bytes);
+    for (size_t k = 0; k < pc.n && in_dev && st == NVF_OK; k++) {
+        size_t n, first = piece_at(pc, k, count, &n);
+        st = nvf_stage_copy_start(c, (int)k, in_cu, tmp + first * esize,
+                                  (const char *)in + first * esize, n * esize);
     }
-    if (st == NVF_OK)
-        st = direct_rail(c, plan, in, work, count, dt, op);
-    if (st == NVF_OK && tmp != NULL) {
-        if (out_dev)
-            st = nvf_stage_copy(out_cu, rbuf, tmp, bytes);
-        else
-            memcpy(rbuf, tmp, bytes);
+    for (size_t k = 0; k < pc.n && st == NVF_OK; k++) {
+        size_t n, first = piece_at(pc, k, count, &n);
+        char *piece = tmp + first * esize;
+        if (in_dev)
+            st = wait_copies(c, (int)k);
+        if (st == NVF_OK)
+            st = direct_rail(c, plan, piece, piece, n, dt, op);
+        if (st == NVF_OK && out_dev)
+            st = nvf_stage_copy_start(c, NVF_DIRECT_PIECES + (int)k, out_cu,
+                                      (char *)rbuf + first * esize, piece, n * esize);
+    }
+    if (st == NVF_OK && out_dev) /* the last piece's copy back, and so every one before it */
+        st = wait_copies(c, NVF_DIRECT_PIECES + (int)pc.n - 1);
+    else if (st == NVF_OK)
+        memcpy(rbuf, tmp, bytes);
+    if (st != NVF_OK) { /* nothing may land in tmp or rbuf once the call has returned */
+        if (in_dev)
+            nvf_stage_drain(in_cu);
+        if (out_dev && out_cu != in_cu)
+            nvf_stage_drain(out_cu);
     }
     free(owned);
+    return st;
+}
+
+/* The direct plan: from the send buffer straight into the receive buffer, piece by piece. */
+static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
+                               size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+{
+    const void *in = sbuf != NULL ? sbuf : rbuf;
+    if (in_dev || out_dev)
+        return direct_staged(c, plan, in, rbuf, count, dt, op, in_dev, out_dev);
+    const size_t esize = nvf_dtype_size(dt);
+    const pieces_t pc = direct_pieces(count, esize);
+    nvf_status_t st = NVF_OK;
+    for (size_t k = 0; k < pc.n && st == NVF_OK; k++) {
+        size_t n, first = piece_at(pc, k, count, &n);
+        st = direct_rail(c, plan, (const char *)in + first * esize, (char *)rbuf + first * esize, n,
+                         dt, op);
+    }
     return st;
 }
 
@@ -477,6 +624,8 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
                 b->first = next * blk_elems;
                 b->n = count - b->first < blk_elems ? count - b->first : blk_elems;
                 my_part(plan, r.me, r.L, b->n, r.esize, &b->lo, &b->hi);
+                b->slot = (int)(next % (size_t)depth);
+                b->copying = false;
                 b->state = B_COPYIN;
                 next++;
                 progressed = true;
@@ -490,11 +639,11 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
             do {
                 nvf_status_t st = advance(&r, b, prev, i == inter_turn, &moved);
                 if (st != NVF_OK) {
-                    if (r.iop_started)
-                        nvf_inter_abort(&r.iop); /* nothing may land in the segment later */
+                    stop_run(&r);
                     atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release);
-                    nvf_error("inter-node stage failed at block %llu: %s",
-                              (unsigned long long)b->seq, nvf_status_str(st));
+                    nvf_error("stage of block %llu failed: %s (%s)", (unsigned long long)b->seq,
+                              nvf_status_str(st),
+                              st == NVF_ERR_UCX ? nvf_rail_last_error() : nvf_cuda_last_error());
                     return st;
                 }
                 progressed |= moved;
@@ -518,8 +667,7 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
         }
         if ((++idle_rounds & 0xfffff) == 0) {
             if (atomic_load_explicit(&shm->hdr->failed, memory_order_acquire)) {
-                if (r.iop_started)
-                    nvf_inter_abort(&r.iop);
+                stop_run(&r);
                 return NVF_ERR_PEER;
             }
             double t = 1e-6 * nvf_now_us();

@@ -2,7 +2,9 @@
  * nvf_stage.c: copies between memory kinds (host <-> CUDA device or managed memory), for the
  * staged device path: the scheduler moves device data through the node's host segment, and
  * mca/ stages the device buffers of calls it delegates to a module that is not CUDA-aware.
- * Synchronous on nvfabric's own stream of the buffer's context; never on the per-element path.
+ * On nvfabric's own stream of the buffer's context: waited for (nvf_stage_copy), or queued with a
+ * kept event after it for the scheduler's pipelined blocks (nvf_stage_copy_start / _done).
+ * Never on the per-element path.
  */
 #include "nvf.h"
 #include "nvf_internal.h"
@@ -35,6 +37,53 @@ nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, siz
         nvf_error("staging copy of %zu bytes (device %d) failed: %s", bytes,
                   nvf_cuda_dev_ordinal(dev), nvf_cuda_last_error());
     return st;
+}
+
+nvf_status_t nvf_stage_copy_start(nvf_comm_t *c, int slot, nvf_cuda_dev_t *dev, void *dst,
+                                  const void *src, size_t bytes)
+{
+    nvf_status_t st = NVF_OK;
+    if (c->stage_ev_dev[slot] != dev) { /* first use of the slot, or another device */
+        nvf_cuda_event_destroy(c->stage_ev[slot]);
+        c->stage_ev[slot] = NULL;
+        c->stage_ev_dev[slot] = NULL;
+        st = nvf_cuda_event_create(dev, &c->stage_ev[slot]);
+        if (st == NVF_OK)
+            c->stage_ev_dev[slot] = dev;
+    }
+    if (st == NVF_OK)
+        st = nvf_cuda_copy_async(dev, dst, src, bytes);
+    if (st == NVF_OK)
+        st = nvf_cuda_event_record(dev, c->stage_ev[slot]);
+    if (st != NVF_OK)
+        nvf_error("queued staging copy of %zu bytes (device %d) failed: %s", bytes,
+                  nvf_cuda_dev_ordinal(dev), nvf_cuda_last_error());
+    return st;
+}
+
+nvf_status_t nvf_stage_copy_done(nvf_comm_t *c, int slot, bool *done)
+{
+    nvf_status_t st = nvf_cuda_event_query(c->stage_ev[slot], done);
+    if (st != NVF_OK)
+        nvf_error("staging copy (device %d) failed: %s",
+                  nvf_cuda_dev_ordinal(c->stage_ev_dev[slot]), nvf_cuda_last_error());
+    return st;
+}
+
+void nvf_stage_events_release(nvf_comm_t *c)
+{
+    for (int i = 0; i < NVF_STAGE_EVENTS; i++) {
+        nvf_cuda_event_destroy(c->stage_ev[i]);
+        c->stage_ev[i] = NULL;
+        c->stage_ev_dev[i] = NULL;
+    }
+}
+
+void nvf_stage_drain(nvf_cuda_dev_t *dev)
+{
+    if (dev != NULL && nvf_cuda_stream_sync(dev) != NVF_OK)
+        nvf_log(1, "draining the staging copies of a failed call (device %d): %s",
+                nvf_cuda_dev_ordinal(dev), nvf_cuda_last_error());
 }
 
 nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)

@@ -3,7 +3,8 @@
  * reduction, every rank must end with bitwise the same result, and the same call repeated must
  * give the same bits. Values are also checked against the rank-order sequential reduction
  * within a relative bound (n * eps * sum of magnitudes), which any reduction order satisfies.
- * Sizes cover the one-shot, two-shot and pipelined plans; float and double SUM and PROD.
+ * Sizes cover the one-shot, two-shot and pipelined plans; float and double SUM and PROD. With
+ * --large also 4194307 elements (16-32 MiB: the direct plan's pieces, nvf_sched.c).
  * Prints a digest of every result, so that runs with different settings can be compared: where
  * a setting may change only speed (the single-copy path or not), the digests must be equal.
  */
@@ -32,7 +33,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     nvf_pvars_open();
-    const size_t counts[] = {1, 3, 100, 1000, 4099, 70001, 1000003};
+    const size_t counts[] = {1, 3, 100, 1000, 4099, 70001, 1000003, 4194307};
+    const size_t ncounts =
+        sizeof(counts) / sizeof(counts[0]) - (argc > 1 && strcmp(argv[1], "--large") == 0 ? 0 : 1);
     const nvf_dtype_t dts[] = {NVF_DTYPE_FLOAT, NVF_DTYPE_DOUBLE};
     const MPI_Datatype types[] = {MPI_FLOAT, MPI_DOUBLE};
     const nvf_op_t ops[] = {NVF_OP_SUM, NVF_OP_PROD};
@@ -43,7 +46,7 @@ int main(int argc, char **argv)
     nvf_pvars_read(&before);
     for (int t = 0; t < 2; t++)
         for (int o = 0; o < 2; o++)
-            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            for (size_t k = 0; k < ncounts; k++) {
                 size_t n = counts[k], es = nvf_ref_size(dts[t]);
                 void **in = malloc(sizeof(void *) * (size_t)size);
                 for (int r = 0; r < size; r++) {

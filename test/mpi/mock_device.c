@@ -23,10 +23,14 @@
  * way on every rank. No mixed-kinds calls there: that path needs every rank's memory alike.
  * With --expect-registered the node's segment must have been page-locked (cuMemHostRegister) for
  * the staged copies; with --register-fails the driver refuses that, and the calls must still be
- * right. Every registration must be released by MPI_Finalize. With --expect-pinned (one rank per
+ * right. Every registration must be released by MPI_Finalize. The staged copies must be pipelined
+ * (queued and polled through events, no wait for the stream per block); run with
+ * NVF_MOCK_DEFER_COPIES=1 (the mock then lands copies late) this also checks that no block is
+ * published, reused or returned before its copy landed. With --expect-pinned (one rank per
  * node: the direct plan) device data must have been staged in a page-locked buffer of nvfabric's
  * own (cuMemHostAlloc, besides the device state's status word), kept across calls of a size;
- * every such buffer must be freed by MPI_Finalize.
+ * every such buffer must be freed by MPI_Finalize; from 16 MiB it must stage in pieces (an event
+ * per piece's copy), also with mixed kinds (the host rank cuts its call alike).
  */
 #include "nvf_mpi_test.h"
 #include "unit/mock_cuda/mock_cuda.h"
@@ -183,14 +187,27 @@ int main(int argc, char **argv)
         bad++;
     }
     /* the staged path asks the driver about the buffers once per call, not once per block: a
-     * call of four times as many blocks makes as many pointer queries */
+     * call of four times as many blocks makes as many pointer queries; and its copies are
+     * pipelined: queued with events that are polled, the host never blocking on the stream */
     if (!ipc && !cuda_off && auto_min == 0) {
-        unsigned long q[2];
+        unsigned long q[2], waits[2], polls[2];
         const size_t sizes[2] = {300007, 4 * 300007};
         for (int i = 0; i < 2; i++) {
             const unsigned long q0 = mock.count("cuPointerGetAttributes");
+            const unsigned long w0 =
+                mock.count("cuStreamSynchronize") + mock.count("cuEventSynchronize");
+            const unsigned long p0 = mock.count("cuEventQuery");
             bad += run("dd", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, sizes[i], seed++);
             q[i] = mock.count("cuPointerGetAttributes") - q0;
+            waits[i] = mock.count("cuStreamSynchronize") + mock.count("cuEventSynchronize") - w0;
+            polls[i] = mock.count("cuEventQuery") - p0;
+        }
+        if (waits[0] != 0 || waits[1] != 0 || polls[0] == 0) {
+            fprintf(stderr,
+                    "FAIL rank %d: staged copies not pipelined: %lu / %lu stream waits and %lu / "
+                    "%lu event polls for %zu / %zu elements\n",
+                    rank, waits[0], waits[1], polls[0], polls[1], sizes[0], sizes[1]);
+            bad++;
         }
         if (q[1] != q[0]) {
             fprintf(stderr,
@@ -213,6 +230,21 @@ int main(int argc, char **argv)
                     rank, a0, a1 - a0);
             bad++;
         }
+        /* from 16 MiB the direct plan runs in pieces whose copies overlap the rail's work (an
+         * event after each copy in and out); with mixed kinds the host rank cuts its call alike */
+        const size_t big = 4200001; /* floats: 16.8 MB, two pieces */
+        const unsigned long r0 = mock.count("cuEventRecord");
+        bad += run("dd", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, big, seed++);
+        const unsigned long recorded = mock.count("cuEventRecord") - r0;
+        if (recorded < 4) {
+            fprintf(stderr,
+                    "FAIL rank %d: a call of %zu floats on the direct plan recorded %lu events "
+                    "(want one per piece copied in and out, two pieces)\n",
+                    rank, big, recorded);
+            bad++;
+        }
+        bad += run("id", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, big, seed++);
+        bad += run("mx", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_MAX, NVF_OP_MAX, big + 3, seed++);
     }
     /* delegated (user-defined op) on device buffers: staged through host memory */
     MPI_Op usum;

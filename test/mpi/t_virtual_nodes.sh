@@ -69,6 +69,10 @@ for v in 2 3; do
         nvf_fail "stress, virtual nodes of $v"
 done
 
+echo "== 4 x 1 virtual nodes: the direct plan's pieces from 16 MiB, bitwise"
+UCX_TLS=tcp nvf_mpirun 4 --mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size 1 \
+    "$NVF_BUILD/test/mpi/bitwise" --large || nvf_fail "bitwise, virtual nodes of 1, --large"
+
 echo "== 2 x 2 virtual nodes, the intra-node stage by single copies (forced on from 1 KiB)"
 cma=(--mca coll_nvfabric_host on --mca coll_nvfabric_virtual_node_size 2
     --mca coll_nvfabric_cma_oversubscribed 1 --mca coll_nvfabric_cma_min 1024)

@@ -6,9 +6,14 @@
  * host (the tests check results directly), freed ranges are reused at the same address (buffer
  * ids change, as with a real allocator), and another process can map them (IPC handles name the
  * exporter's pid and memfd; the importer opens /proc/<pid>/fd/<fd>). Streams run every operation
- * at once; kernel launches are emulated on the host from the kernel's name and parameter block
- * (the reduction in source order with nvf_op_defs.h's host operators), which checks what the
- * launcher passes, not the CUDA code (test_cuda_kernel_cpu does that).
+ * at once, except with NVF_MOCK_DEFER_COPIES=1 in the environment: then copies on a stream other
+ * than the legacy one are queued and land later, in stream order: one more every second time an
+ * event recorded after them is queried (it says CUDA_ERROR_NOT_READY until all have), all of them
+ * at a synchronisation or before the stream's next kernel or memory operation; a copy reads its
+ * source when it lands, as a DMA engine would, so code that publishes or reuses a buffer before
+ * its copy completed gets stale data. Kernel launches are emulated on the host from the kernel's
+ * name and parameter block (the reduction in source order with nvf_op_defs.h's host operators),
+ * which checks what the launcher passes, not the CUDA code (test_cuda_kernel_cpu does that).
  *
  * Like a real driver: nothing works before cuInit (CUDA_ERROR_NOT_INITIALIZED), allocations need
  * a current context, cuPointerGetAttributes fills defaults for unknown pointers, an IPC handle
@@ -102,6 +107,7 @@ static int ndevices = 1;
 static _Thread_local CUcontext ctx_stack[16];
 static _Thread_local int ctx_depth;
 static int stream_memops = 1;
+static int defer_copies;
 
 struct mock_counter {
     char name[48];
@@ -149,6 +155,9 @@ static void mock_setup(void)
     const char *m = getenv("NVF_MOCK_MEMOPS");
     if (m != NULL)
         stream_memops = atoi(m);
+    const char *d = getenv("NVF_MOCK_DEFER_COPIES");
+    if (d != NULL)
+        defer_copies = atoi(d);
     for (int i = 0; i < MOCK_MAX_DEVICES; i++)
         ctxs[i].device = i;
 }
@@ -792,9 +801,44 @@ EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attr
 }
 
 /* ---- streams, events, copies -------------------------------------------------------------- */
+/* A queued copy (NVF_MOCK_DEFER_COPIES) */
+struct mock_op {
+    uintptr_t dst, src;
+    size_t n;
+};
+#define MOCK_QUEUE 64
 struct mock_stream {
     int magic;
+    struct mock_op q[MOCK_QUEUE];    /* ring: copies [done, queued) still to land */
+    unsigned long long queued, done; /* copies ever queued, landed */
+    unsigned long long polls;        /* queries of events with copies still to land */
 };
+
+struct mock_event {
+    struct mock_stream *s;     /* NULL: recorded on the legacy stream (nothing ever pending) */
+    unsigned long long ticket; /* complete once s->done reaches it */
+};
+
+/* The oldest queued copy lands (lock held). */
+static void mock_land_one(struct mock_stream *s)
+{
+    const struct mock_op *op = &s->q[s->done % MOCK_QUEUE];
+    memmove((void *)op->dst, (const void *)op->src, op->n);
+    s->done++;
+}
+
+/* Every copy queued on s so far lands (stream order: before a kernel, a memory operation, or a
+ * synchronisation). */
+static void mock_land_all(CUstream h)
+{
+    struct mock_stream *s = (struct mock_stream *)h;
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&lock);
+    while (s->done < s->queued)
+        mock_land_one(s);
+    pthread_mutex_unlock(&lock);
+}
 
 EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags)
 {
@@ -810,8 +854,10 @@ EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags)
     for (int i = 0; i < 256 && s == NULL; i++)
         if (pool[i].magic == 0)
             s = &pool[i];
-    if (s != NULL)
+    if (s != NULL) {
         s->magic = 0x5157;
+        s->queued = s->done = s->polls = 0;
+    }
     pthread_mutex_unlock(&lock);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -830,6 +876,8 @@ EXPORT CUresult cuStreamDestroy(CUstream h)
 {
     ENTER("cuStreamDestroy");
     CUresult r = mock_stream_ok(h);
+    if (r == CUDA_SUCCESS)
+        mock_land_all(h); /* a real driver finishes the stream's work first */
     if (r == CUDA_SUCCESS && h != NULL)
         ((struct mock_stream *)h)->magic = 0;
     return r;
@@ -838,37 +886,68 @@ EXPORT CUresult cuStreamDestroy(CUstream h)
 EXPORT CUresult cuStreamSynchronize(CUstream h)
 {
     ENTER("cuStreamSynchronize");
-    return mock_stream_ok(h);
+    CUresult r = mock_stream_ok(h);
+    if (r == CUDA_SUCCESS)
+        mock_land_all(h);
+    return r;
 }
 
 EXPORT CUresult cuStreamQuery(CUstream h)
 {
     ENTER("cuStreamQuery");
-    return mock_stream_ok(h);
+    CUresult r = mock_stream_ok(h);
+    if (r == CUDA_SUCCESS)
+        mock_land_all(h);
+    return r;
 }
 
 EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags)
 {
     ENTER("cuEventCreate");
-    *ph = (CUevent)calloc(1, 16);
-    return CUDA_SUCCESS;
+    *ph = (CUevent)calloc(1, sizeof(struct mock_event));
+    return *ph != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 EXPORT CUresult cuEventRecord(CUevent ev, CUstream s)
 {
     ENTER("cuEventRecord");
-    return mock_stream_ok(s);
+    CUresult r = mock_stream_ok(s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct mock_event *e = (struct mock_event *)ev;
+    pthread_mutex_lock(&lock);
+    e->s = (struct mock_stream *)s;
+    e->ticket = e->s != NULL ? e->s->queued : 0;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
 }
 
+/* Queued copies land one per second query of an event after them (the first query after a
+ * copy was queued finds it still running): the engine must poll, and must not use what a copy
+ * writes before its event says so. */
 EXPORT CUresult cuEventQuery(CUevent ev)
 {
     ENTER("cuEventQuery");
-    return CUDA_SUCCESS;
+    struct mock_event *e = (struct mock_event *)ev;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (e->s != NULL && e->s->done < e->ticket) {
+        if (++e->s->polls % 2 == 0)
+            mock_land_one(e->s);
+        r = CUDA_ERROR_NOT_READY;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 EXPORT CUresult cuEventSynchronize(CUevent ev)
 {
     ENTER("cuEventSynchronize");
+    struct mock_event *e = (struct mock_event *)ev;
+    pthread_mutex_lock(&lock);
+    while (e->s != NULL && e->s->done < e->ticket)
+        mock_land_one(e->s);
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
@@ -882,8 +961,19 @@ EXPORT CUresult cuEventDestroy(CUevent ev)
 static CUresult mock_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     CUresult r = mock_stream_ok(s);
-    if (r == CUDA_SUCCESS && n)
+    if (r != CUDA_SUCCESS || n == 0)
+        return r;
+    struct mock_stream *q = (struct mock_stream *)s;
+    if (!defer_copies || q == NULL) {
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+        return r;
+    }
+    pthread_mutex_lock(&lock);
+    if (q->queued - q->done == MOCK_QUEUE) /* full: the oldest lands first */
+        mock_land_one(q);
+    q->q[q->queued % MOCK_QUEUE] = (struct mock_op){(uintptr_t)dst, (uintptr_t)src, n};
+    q->queued++;
+    pthread_mutex_unlock(&lock);
     return r;
 }
 
@@ -919,6 +1009,8 @@ EXPORT CUresult cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t va
                                      unsigned int flags)
 {
     ENTER("cuStreamWriteValue64");
+    if (mock_stream_ok(s) == CUDA_SUCCESS)
+        mock_land_all(s);
     __atomic_store_n((uint64_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
     return mock_stream_ok(s);
 }
@@ -927,6 +1019,8 @@ EXPORT CUresult cuStreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t val
                                     unsigned int flags)
 {
     ENTER("cuStreamWaitValue64");
+    if (mock_stream_ok(s) == CUDA_SUCCESS)
+        mock_land_all(s);
     uint64_t v = __atomic_load_n((uint64_t *)(uintptr_t)addr, __ATOMIC_ACQUIRE);
     /* a stream that would block forever: report it instead (tests set flags first) */
     if ((int64_t)(v - value) < 0)
@@ -1022,6 +1116,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
     CUresult r = mock_stream_ok(s);
     if (r != CUDA_SUCCESS)
         return r;
+    mock_land_all(s); /* the kernel runs after the copies queued before it */
     pthread_mutex_lock(&lock);
     memset(&last_launch, 0, sizeof(last_launch));
     snprintf(last_launch.name, sizeof(last_launch.name), "%s", fn->name);
