@@ -428,7 +428,18 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, unsigned a
  * (of those measured). */
 static void record_path(nvf_comm_t *c, int cls, nvf_path_t path, double us, size_t bytes)
 {
+    unsigned stale_before = 0, stale_after = 0;
+    for (int p = 0; p < NVF_PATH_COUNT; p++)
+        stale_before += c->paths.stale[cls][p];
     nvf_path_record(&c->paths, cls, path, us, bytes);
+    for (int p = 0; p < NVF_PATH_COUNT; p++)
+        stale_after += c->paths.stale[cls][p];
+    if (stale_after > stale_before)
+        nvf_log(2,
+                "rank %d: calls of about %zu bytes %s: two in a row off the median (now %.3f ns "
+                "per byte): the other paths run again",
+                c->topo.rank, (size_t)65536 << (2 * cls), nvf_path_name(path),
+                us * 1e3 / (double)bytes);
     const nvf_path_t was = c->path_best[cls];
     double best_cost;
     const nvf_path_t best = nvf_path_cheapest(&c->paths, cls, ~0u, &best_cost);

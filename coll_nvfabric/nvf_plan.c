@@ -375,6 +375,9 @@ nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed)
     for (int p = 0; p < NVF_PATH_COUNT; p++)
         if ((allowed & NVF_PATH_BIT(p)) && nvf_path_cost(s, cls, (nvf_path_t)p) == 0)
             return (nvf_path_t)p; /* not tried yet */
+    for (int p = 0; p < NVF_PATH_COUNT; p++)
+        if ((allowed & NVF_PATH_BIT(p)) && s->stale[cls][p])
+            return (nvf_path_t)p; /* measured before the machine changed */
     const nvf_path_t best = nvf_path_cheapest(s, cls, allowed, NULL);
     if (k % NVF_PATH_EXPLORE != NVF_PATH_EXPLORE - 1)
         return best;
@@ -393,10 +396,23 @@ void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
         return;
     const double v = us * 1e3 / (double)bytes;
     double *samples = s->ns_per_byte[cls][p];
-    if (samples[0] == 0) {
+    const double median = nvf_path_cost(s, cls, p);
+    if (median == 0 || s->stale[cls][p]) { /* nothing, or nothing current, known of it */
         for (int i = 0; i < NVF_PATH_SAMPLES; i++)
             samples[i] = v;
+        s->stale[cls][p] = false;
+        s->shifted[cls][p] = 0;
         return;
+    }
+    if (v > NVF_PATH_SHIFT * median || v * NVF_PATH_SHIFT < median) {
+        if (++s->shifted[cls][p] >= 2) { /* the state changed: the others' costs are old */
+            s->shifted[cls][p] = 0;
+            for (int q = 0; q < NVF_PATH_COUNT; q++)
+                if (q != (int)p && nvf_path_cost(s, cls, (nvf_path_t)q) != 0)
+                    s->stale[cls][q] = true;
+        }
+    } else {
+        s->shifted[cls][p] = 0;
     }
     unsigned *next = &s->next[cls][p];
     samples[*next] = v;

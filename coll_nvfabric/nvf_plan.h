@@ -98,8 +98,14 @@ void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const do
  * cost per byte of its last NVF_PATH_SAMPLES calls (seeded by nvf_cma_tune's measurement),
  * runs the path whose median is lowest, and one call in NVF_PATH_EXPLORE of a class another
  * (the others in turn), so that a change is seen. The median: one call that waited for a
- * descheduled peer must not move the choice; three slow calls in five do. Classes: around
- * 64 KiB, 256 KiB, 1, 4 and 16 MiB (bounds halfway between, geometrically). */
+ * descheduled peer must not move the choice; three slow calls in five do. A change of state is
+ * noticed sooner: two calls in a row on a path that took more than NVF_PATH_SHIFT times its
+ * median (or less than 1/NVF_PATH_SHIFT of it) make the other paths' costs stale: each is run
+ * once more, its new cost replacing all its samples, before the cheapest is chosen again (the
+ * VM's slow spells make one path 2-3x slower and another hardly; exploring one call in 16 took
+ * a hundred calls to see that). The path's own median still moves only with three calls in
+ * five, so that two calls that waited for descheduled peers cost the others' re-runs only. Classes:
+ * around 64 KiB, 256 KiB, 1, 4 and 16 MiB (bounds halfway between, geometrically). */
 typedef enum nvf_path {
     NVF_PATH_SEGMENT, /* through the segment, in blocks of shm_block_size */
     NVF_PATH_CMA,     /* by single copies */
@@ -110,20 +116,24 @@ typedef enum nvf_path {
 #define NVF_PATH_CLASSES 5
 #define NVF_PATH_EXPLORE 16
 #define NVF_PATH_SAMPLES 5
+#define NVF_PATH_SHIFT 1.5
 typedef struct nvf_path_stats {
     /* [class][path][sample]: ns per byte, 0: none yet */
     double ns_per_byte[NVF_PATH_CLASSES][NVF_PATH_COUNT][NVF_PATH_SAMPLES];
-    unsigned next[NVF_PATH_CLASSES][NVF_PATH_COUNT]; /* the sample the next call replaces */
+    unsigned next[NVF_PATH_CLASSES][NVF_PATH_COUNT];    /* the sample the next call replaces */
+    unsigned shifted[NVF_PATH_CLASSES][NVF_PATH_COUNT]; /* calls in a row off the median */
+    bool stale[NVF_PATH_CLASSES][NVF_PATH_COUNT];       /* to be run again: the state changed */
     unsigned calls[NVF_PATH_CLASSES];
 } nvf_path_stats_t;
 
 int nvf_path_class(size_t bytes);
 /* The path for the next call of class cls among those in `allowed` (NVF_PATH_BIT of each; the
- * segment always); counts the call. A path with no cost known yet is tried first (in the
- * order of nvf_path_t). */
+ * segment always); counts the call. A path with no cost known yet is tried first, then a stale
+ * one (in the order of nvf_path_t). */
 nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed);
 /* A call of `bytes` in class cls took us microseconds on path p: it replaces the path's oldest
- * sample (the first one fills them all). */
+ * sample (the first one, and the first after the path went stale, fill them all); the second
+ * in a row off its median by NVF_PATH_SHIFT makes the others stale. */
 void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
 /* The median of the path's samples in ns per byte (0: none yet). */
 double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p);

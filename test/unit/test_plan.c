@@ -285,13 +285,18 @@ static void check_live_path(void)
     memset(s.calls, 0, sizeof(s.calls));
     for (int k = 0; k < 2 * NVF_PATH_EXPLORE; k++)
         CHECK(nvf_path_pick(&s, cls, 0) == NVF_PATH_SEGMENT, "call %d: a path not allowed", k);
-    /* one slow segment call (a peer descheduled) does not move the choice, a third one does */
+    /* one slow segment call (a peer descheduled) does not move the choice; a second in a row
+     * has the single copies run again (the machine may have changed state); the segment's own
+     * cost moves with the third slow call in five */
     memset(s.calls, 0, sizeof(s.calls));
     nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
     CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT, "one slow call moved the choice");
     nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
-    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT,
-          "two slow calls in five moved the choice");
+    CHECK(s.stale[cls][NVF_PATH_CMA] && nvf_path_pick(&s, cls, two) == NVF_PATH_CMA,
+          "two slow calls in a row: the single copies not run again");
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 150, b);
+    CHECK(!s.stale[cls][NVF_PATH_CMA] && nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT,
+          "single copies run again at the same cost: the segment (2 slow calls in 5) not chosen");
     nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 1000, b);
     CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_CMA,
           "three slow calls in five did not move the choice");
@@ -329,6 +334,36 @@ static void check_live_path(void)
     CHECK(runs[NVF_PATH_SEGMENT] == 2 && runs[NVF_PATH_CMA] == 2,
           "exploring: the segment ran %d times, single copies %d, in %d calls (2 and 2)",
           runs[NVF_PATH_SEGMENT], runs[NVF_PATH_CMA], 4 * NVF_PATH_EXPLORE);
+    /* a change of state: a single slow call is forgotten by the next normal one; two in a row
+     * have the two others run again, once each, their new costs replacing all their samples;
+     * then the cheapest */
+    memset(&s, 0, sizeof(s));
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 100, b);
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 200, b);
+    nvf_path_record(&s, cls, NVF_PATH_LARGE, 300, b);
+    const double spell[] = {300, 100, 300};
+    for (int k = 0; k < 3; k++)
+        nvf_path_record(&s, cls, NVF_PATH_SEGMENT, spell[k], b);
+    CHECK(!s.stale[cls][NVF_PATH_CMA] && !s.stale[cls][NVF_PATH_LARGE] &&
+              nvf_path_pick(&s, cls, three) == NVF_PATH_SEGMENT,
+          "slow calls not in a row made the others stale");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 300, b);
+    CHECK(nvf_path_pick(&s, cls, three) == NVF_PATH_CMA,
+          "second slow call: single copies not rerun");
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 150, b);
+    CHECK(nvf_path_pick(&s, cls, three) == NVF_PATH_LARGE, "large blocks not rerun");
+    nvf_path_record(&s, cls, NVF_PATH_LARGE, 90, b);
+    CHECK(fabs(nvf_path_cost(&s, cls, NVF_PATH_CMA) - 150e3 / (double)b) < 1e-9 &&
+              fabs(nvf_path_cost(&s, cls, NVF_PATH_LARGE) - 90e3 / (double)b) < 1e-9,
+          "rerun costs did not replace the old ones: %g %g", nvf_path_cost(&s, cls, NVF_PATH_CMA),
+          nvf_path_cost(&s, cls, NVF_PATH_LARGE));
+    CHECK(nvf_path_pick(&s, cls, three) == NVF_PATH_LARGE, "the cheapest after the reruns");
+    /* faster by as much counts too (the end of a spell): the large blocks twice at a third */
+    nvf_path_record(&s, cls, NVF_PATH_LARGE, 30, b);
+    nvf_path_record(&s, cls, NVF_PATH_LARGE, 30, b);
+    CHECK(s.stale[cls][NVF_PATH_SEGMENT] && s.stale[cls][NVF_PATH_CMA] &&
+              !s.stale[cls][NVF_PATH_LARGE],
+          "two calls in a row 3x faster did not make the others stale");
     CHECK(strcmp(nvf_path_name(NVF_PATH_LARGE), nvf_path_name(NVF_PATH_SEGMENT)) != 0,
           "paths named alike");
 }
