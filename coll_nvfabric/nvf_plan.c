@@ -91,8 +91,8 @@ double nvf_plan_predict(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, con
         return hi + lo / (nb > 1 ? nb : 1);
     }
     switch (plan->alg) {
-    case NVF_ALG_DIRECT: /* the rail alone (it reads the input where it is) */
-        return nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, S);
+    case NVF_ALG_DIRECT: /* the rail alone (it reads the input where it is), piece by piece */
+        return nb * nvf_plan_inter_us(cfg, plan->inter, sh->nnodes, S / nb);
     case NVF_ALG_ONESHOT:
         /* copy in, one flag round, reduce all L inputs */
         return 2 * ai + xfer_us(S, bc) + (L > 1 ? xfer_us(L * S, br) : 0);
@@ -215,7 +215,9 @@ static void choose_alg(const nvf_config_t *cfg, const nvf_plan_shape_t *sh, nvf_
     if (sh->local_size == 1 && sh->uniform && !sh->device) {
         static const char *const direct[] = {"inter", "inter:rd", "inter:ring", "inter:rhd"};
         plan->alg = NVF_ALG_DIRECT;
-        plan->block_elems = sh->count;
+        size_t pieces = bytes / NVF_DIRECT_PIECE_MIN;
+        pieces = pieces < 1 ? 1 : pieces > NVF_DIRECT_PIECES ? NVF_DIRECT_PIECES : pieces;
+        plan->block_elems = (sh->count + pieces - 1) / pieces;
         plan->depth = 1;
         const bool small = bytes <= cfg->inter_rd_max_bytes;
         const nvf_inter_alg_t algs[] = {NVF_INTER_RING, NVF_INTER_RHD};

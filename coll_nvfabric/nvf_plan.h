@@ -32,7 +32,7 @@ typedef struct nvf_plan {
     nvf_alg_t alg;
     nvf_split_t split;
     nvf_inter_alg_t inter;
-    size_t block_elems; /* elements per pipeline block */
+    size_t block_elems; /* elements per pipeline block (the direct plan: per piece) */
     int depth;          /* blocks in flight */
     bool cma;           /* two-shot by single copies (CMA) when every local rank has host buffers */
     bool stream;        /* copies of the result into host receive buffers use streaming stores */
@@ -88,6 +88,13 @@ double nvf_plan_inter_us(const nvf_config_t *cfg, nvf_inter_alg_t alg, int p, do
  * the largest size). */
 void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const double *cma_us, int n,
                          size_t *min_bytes, size_t *max_bytes);
+
+/* The direct plan (one rank per node) runs calls of at least 2 x NVF_DIRECT_PIECE_MIN bytes as
+ * pieces of at least that much, at most NVF_DIRECT_PIECES, each one allreduce of the rail, so
+ * that device data's copies overlap the rail's work (nvf_sched.c). The model counts each
+ * piece's latency. */
+#define NVF_DIRECT_PIECES 4
+#define NVF_DIRECT_PIECE_MIN ((size_t)8 << 20)
 
 /* The live choice between the single-node two-shot paths: through the segment, by single
  * copies, through the segment in large blocks. On the project's VMs the faster one changes

@@ -443,27 +443,27 @@ static nvf_status_t stage_devs(const nvf_comm_t *c, const void *in, const void *
     return NVF_OK;
 }
 
-/* The direct plan runs large calls as a few pieces (each one allreduce of the rail), so that
- * device data's copies overlap the rail's work: every piece's copy to the host is queued at
- * once, piece k is allreduced between nodes as soon as it has landed (while later pieces still
- * copy), and copied back while piece k+1 is allreduced. Host calls are cut alike: in one call
- * some ranks may pass host and others device memory, and the rail's peers must run the same
- * sequence of allreduces; every rank cuts a call the same way, so results stay the same on every
- * rank and every run. Pieces of at least NVF_DIRECT_PIECE_MIN, so that a piece's latency (a few
- * round trips of the rail) stays small against its transfer; at most NVF_DIRECT_PIECES. */
-#define NVF_DIRECT_PIECES 4
-#define NVF_DIRECT_PIECE_MIN ((size_t)8 << 20)
-
+/* The direct plan runs large calls as a few pieces (plan->block_elems each; nvf_plan.h), each
+ * one allreduce of the rail, so that device data's copies overlap the rail's work: every
+ * piece's copy to the host is queued at once, piece k is allreduced between nodes as soon as it
+ * has landed (while later pieces still copy), and copied back while piece k+1 is allreduced.
+ * Host calls are cut alike: in one call some ranks may pass host and others device memory, and
+ * the rail's peers must run the same sequence of allreduces; every rank cuts a call the same
+ * way, so results stay the same on every rank and every run. */
 typedef struct pieces {
     size_t n;   /* how many */
     size_t per; /* elements in each but the last */
 } pieces_t;
 
-static pieces_t direct_pieces(size_t count, size_t esize)
+/* Events of a staged piece's copies: in k, out PIECE_EV_OUT + k. */
+#define PIECE_EV_OUT (NVF_STAGE_EVENTS / 2)
+
+static pieces_t direct_pieces(const nvf_plan_t *plan, size_t count)
 {
-    size_t n = count * esize / NVF_DIRECT_PIECE_MIN;
-    n = n < 1 ? 1 : n > NVF_DIRECT_PIECES ? NVF_DIRECT_PIECES : n;
-    return (pieces_t){n, (count + n - 1) / n};
+    size_t per = plan->block_elems > 0 && plan->block_elems < count ? plan->block_elems : count;
+    if (per > 0 && (count + per - 1) / per > PIECE_EV_OUT) /* (never from nvf_plan_choose) */
+        per = (count + PIECE_EV_OUT - 1) / PIECE_EV_OUT;
+    return (pieces_t){per > 0 ? (count + per - 1) / per : 1, per};
 }
 
 /* Piece k of a call of count elements: its first element, *n its elements. */
@@ -501,7 +501,7 @@ static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const v
                                   bool out_dev)
 {
     const size_t esize = nvf_dtype_size(dt), bytes = count * esize;
-    const pieces_t pc = direct_pieces(count, esize);
+    const pieces_t pc = direct_pieces(plan, count);
     nvf_cuda_dev_t *in_cu = NULL, *out_cu = NULL;
     nvf_status_t st = stage_devs(c, in, rbuf, in_dev, out_dev, &in_cu, &out_cu);
     if (st != NVF_OK)
@@ -526,11 +526,11 @@ static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const v
         if (st == NVF_OK)
             st = direct_rail(c, plan, piece, piece, n, dt, op);
         if (st == NVF_OK && out_dev)
-            st = nvf_stage_copy_start(c, NVF_DIRECT_PIECES + (int)k, out_cu,
+            st = nvf_stage_copy_start(c, PIECE_EV_OUT + (int)k, out_cu,
                                       (char *)rbuf + first * esize, piece, n * esize);
     }
     if (st == NVF_OK && out_dev) /* the last piece's copy back, and so every one before it */
-        st = wait_copies(c, NVF_DIRECT_PIECES + (int)pc.n - 1);
+        st = wait_copies(c, PIECE_EV_OUT + (int)pc.n - 1);
     else if (st == NVF_OK)
         memcpy(rbuf, tmp, bytes);
     if (st != NVF_OK) { /* nothing may land in tmp or rbuf once the call has returned */
@@ -551,7 +551,7 @@ static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void
     if (in_dev || out_dev)
         return direct_staged(c, plan, in, rbuf, count, dt, op, in_dev, out_dev);
     const size_t esize = nvf_dtype_size(dt);
-    const pieces_t pc = direct_pieces(count, esize);
+    const pieces_t pc = direct_pieces(plan, count);
     nvf_status_t st = NVF_OK;
     for (size_t k = 0; k < pc.n && st == NVF_OK; k++) {
         size_t n, first = piece_at(pc, k, count, &n);

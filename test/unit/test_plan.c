@@ -540,10 +540,30 @@ int main(void)
     for (int p4 = 3; p4 <= 64; p4 *= 2) {
         nvf_plan_shape_t sh = shape(64 << 20, 1, p4, true);
         nvf_plan_choose(&cfg, &sh, &p);
-        double ring = nvf_plan_inter_us(&cfg, NVF_INTER_RING, p4, 64 << 20);
-        double rhd = nvf_plan_inter_us(&cfg, NVF_INTER_RHD, p4, 64 << 20);
+        /* (four pieces of 16 MiB) */
+        double ring = 4 * nvf_plan_inter_us(&cfg, NVF_INTER_RING, p4, 16 << 20);
+        double rhd = 4 * nvf_plan_inter_us(&cfg, NVF_INTER_RHD, p4, 16 << 20);
         CHECK(p.inter == (ring < rhd ? NVF_INTER_RING : NVF_INTER_RHD),
               "auto, %d nodes: ran %s, ring %g us, rhd %g us", p4, p.name, ring, rhd);
+    }
+
+    /* the direct plan's pieces: one below 16 MiB, then as many of at least 8 MiB as fit, at
+     * most four; the model counts each piece's allreduce */
+    const struct {
+        size_t bytes, pieces;
+    } cuts[] = {{8, 1},        {(16 << 20) - 4, 1}, {16 << 20, 2},
+                {24 << 20, 3}, {64 << 20, 4},       {(size_t)1 << 30, 4}};
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        nvf_plan_shape_t sh = shape(cuts[i].bytes, 1, 4, true);
+        nvf_plan_choose(&cfg, &sh, &p);
+        const size_t per = (sh.count + cuts[i].pieces - 1) / cuts[i].pieces;
+        const double want =
+            (double)cuts[i].pieces *
+            nvf_plan_inter_us(&cfg, p.inter, 4, (double)cuts[i].bytes / (double)cuts[i].pieces);
+        CHECK(p.alg == NVF_ALG_DIRECT && p.block_elems == per &&
+                  fabs(p.predicted_us - want) < 1e-6 * want,
+              "direct, %zu B: %zu-element pieces (want %zu), predicted %g us (want %g)",
+              cuts[i].bytes, p.block_elems, per, p.predicted_us, want);
     }
 
     /* inter_algorithm named: that one above inter_rd_max, recursive doubling below */
