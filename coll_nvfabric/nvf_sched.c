@@ -211,24 +211,31 @@ static nvf_status_t cma_agree(run_t *r, uint64_t seq0, bool *all_host)
     return NVF_OK;
 }
 
+/* Block b's queued copy through event ev: started the first time (*started), then polled
+ * (*landed). b->copying stays set until the caller has published what the copy made. */
+static nvf_status_t block_copy(run_t *r, blk_t *b, int ev, nvf_cuda_dev_t *dev, void *dst,
+                               const void *src, size_t bytes, bool *started, bool *landed)
+{
+    *started = !b->copying;
+    if (*started) {
+        nvf_status_t st = nvf_stage_copy_start(r->c, ev, dev, dst, src, bytes);
+        if (st != NVF_OK)
+            return st;
+        b->copying = true;
+    }
+    return nvf_stage_copy_done(r->c, ev, landed);
+}
+
 /* The copy-out of block b to a device recvbuf: queued once every local rank published the
  * block's results; done_seq once it landed and the block before is done. */
 static nvf_status_t copy_out_dev(run_t *r, blk_t *b, enum blk_state prev, bool *moved)
 {
     const nvf_shm_t *shm = &r->c->shm;
-    const bool started = !b->copying;
-    if (started) {
-        if (r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
-            return NVF_OK;
-        nvf_status_t st =
-            nvf_stage_copy_start(r->c, EV_OUT(b), r->out_cu, r->out + b->first * r->esize,
-                                 nvf_shm_res(shm, b->set), b->n * r->esize);
-        if (st != NVF_OK)
-            return st;
-        b->copying = true;
-    }
-    bool landed;
-    nvf_status_t st = nvf_stage_copy_done(r->c, EV_OUT(b), &landed);
+    if (!b->copying && r->L > 1 && !all_at_least(shm, RES_SEQ, b->seq))
+        return NVF_OK;
+    bool started, landed;
+    nvf_status_t st = block_copy(r, b, EV_OUT(b), r->out_cu, r->out + b->first * r->esize,
+                                 nvf_shm_res(shm, b->set), b->n * r->esize, &started, &landed);
     if (st != NVF_OK)
         return st;
     if (!landed || prev != B_DONE) {
@@ -258,16 +265,9 @@ static nvf_status_t advance(run_t *r, blk_t *b, enum blk_state prev, bool inter_
         if (r->cma) {
             /* nothing to copy: the peers read my part of their parts from my buffer */
         } else if (r->in_dev) {
-            const bool started = !b->copying;
-            if (started) {
-                nvf_status_t st =
-                    nvf_stage_copy_start(r->c, EV_IN(b), r->in_cu, slot, src, b->n * e);
-                if (st != NVF_OK)
-                    return st;
-                b->copying = true;
-            }
-            bool landed;
-            nvf_status_t st = nvf_stage_copy_done(r->c, EV_IN(b), &landed);
+            bool started, landed;
+            nvf_status_t st =
+                block_copy(r, b, EV_IN(b), r->in_cu, slot, src, b->n * e, &started, &landed);
             if (st != NVF_OK)
                 return st;
             if (!landed || prev == B_COPYIN) {
