@@ -106,6 +106,11 @@ static nvf_status_t nvf_cuda_dev_make(CUcontext ctx, bool primary, nvf_cuda_dev_
                                     d->device) != CUDA_SUCCESS)
         memops = 0;
     d->memops = memops && nvf_cu.cuStreamWriteValue64 != NULL && nvf_cu.cuStreamWaitValue64 != NULL;
+    int flush = 0; /* (drivers older than the attribute refuse it: no flush) */
+    if (nvf_cu.cuDeviceGetAttribute(&flush, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,
+                                    d->device) != CUDA_SUCCESS)
+        flush = 0;
+    d->memop_flush = d->memops && flush;
     char u[48];
     nvf_cuda_uuid_format(&d->uuid, u, sizeof(u));
     nvf_log(1, "cuda: device %d (%s): %d SMs, %s context, stream memory operations %s", d->ordinal,

@@ -20,7 +20,8 @@ struct nvf_cuda_dev {
     int ordinal;
     bool primary; /* ctx is device's primary context, retained by nvfabric */
     int sm_count;
-    bool memops; /* 64-bit stream memory operations */
+    bool memops;      /* 64-bit stream memory operations */
+    bool memop_flush; /* ... whose waits can flush remote (RDMA) writes to the device */
     nvf_cuda_uuid_t uuid;
     CUstream stream; /* created by nvfabric, CU_STREAM_DEFAULT: after legacy-stream work */
 

@@ -227,8 +227,10 @@ nvf_status_t nvf_cuda_flag_wait_memop_async(nvf_cuda_dev_t *d, const uint64_t *f
     nvf_status_t st = nvf_cuda_ctx_enter(d, &pushed);
     if (st != NVF_OK)
         return st;
+    /* where the device can, the wait flushes writes that arrived by RDMA (a NIC writing the
+     * data and then the flag) so that the work after it sees the data, not only the flag */
     st = NVF_CU(cuStreamWaitValue64, d->stream, (CUdeviceptr)(uintptr_t)flag, value,
-                CU_STREAM_WAIT_VALUE_GEQ);
+                CU_STREAM_WAIT_VALUE_GEQ | (d->memop_flush ? CU_STREAM_WAIT_VALUE_FLUSH : 0));
     nvf_cuda_ctx_leave(d, pushed);
     return st;
 }

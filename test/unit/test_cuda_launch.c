@@ -236,10 +236,17 @@ static int scenario_misc(void)
     CHECK(nvf_cuda_flag_wait_async(d, flag, 2, 1000) == NVF_OK &&
               nvf_cuda_stream_sync(d) == NVF_ERR_PEER,
           "wrap-around comparison");
+    const unsigned long flushes = m.count("cuStreamWaitValue64(CU_STREAM_WAIT_VALUE_FLUSH)");
     CHECK(nvf_cuda_flag_write_memop_async(d, flag, 9) == NVF_OK &&
               nvf_cuda_flag_wait_memop_async(d, flag, 9) == NVF_OK &&
               nvf_cuda_stream_sync(d) == NVF_OK && seg[8] == 9,
           "stream memory operations");
+    /* the mock can flush remote writes unless NVF_MOCK_FLUSH=0 (then the flag would be refused) */
+    const char *fl = getenv("NVF_MOCK_FLUSH");
+    const unsigned long want_flush = fl != NULL && atoi(fl) == 0 ? 0 : 1;
+    CHECK(m.count("cuStreamWaitValue64(CU_STREAM_WAIT_VALUE_FLUSH)") - flushes == want_flush,
+          "the wait flushed remote writes %lu times (want %lu)",
+          m.count("cuStreamWaitValue64(CU_STREAM_WAIT_VALUE_FLUSH)") - flushes, want_flush);
     CHECK(nvf_cuda_flag_write_async(d, (uint64_t *)((char *)flag + 4), 1) == NVF_ERR_INVALID,
           "misaligned flag");
     CHECK(nvf_cuda_host_unregister(d, seg) == NVF_OK && m.kind_of(seg) == NVF_MOCK_NONE,
@@ -330,9 +337,10 @@ int main(int argc, char **argv)
     const nvf_mock_scenario_t sc[] = {
         {"reduce", "mock", NULL},
         {"misc", "mock", NULL},
+        {"misc", "mock", "NVF_MOCK_FLUSH=0"}, /* a device that cannot flush remote writes */
         {"nocode", "mock", "NVF_MOCK_DEVICES=2"},
     };
-    int failed = nvf_mock_run_scenarios(argv[0], sc, 3);
+    int failed = nvf_mock_run_scenarios(argv[0], sc, 4);
     printf("test_cuda_launch: %d scenario(s) failed\n", failed);
     return failed ? 1 : 0;
 }

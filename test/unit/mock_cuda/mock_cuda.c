@@ -107,6 +107,7 @@ static int ndevices = 1;
 static _Thread_local CUcontext ctx_stack[16];
 static _Thread_local int ctx_depth;
 static int stream_memops = 1;
+static int flush_remote = 1; /* CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES (NVF_MOCK_FLUSH) */
 static int defer_copies;
 
 struct mock_counter {
@@ -155,6 +156,9 @@ static void mock_setup(void)
     const char *m = getenv("NVF_MOCK_MEMOPS");
     if (m != NULL)
         stream_memops = atoi(m);
+    const char *fl = getenv("NVF_MOCK_FLUSH");
+    if (fl != NULL)
+        flush_remote = atoi(fl);
     const char *d = getenv("NVF_MOCK_DEFER_COPIES");
     if (d != NULL)
         defer_copies = atoi(d);
@@ -465,6 +469,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
         break;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
         *pi = stream_memops;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
+        *pi = stream_memops && flush_remote;
         break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
         *pi = 1;
@@ -1019,6 +1026,11 @@ EXPORT CUresult cuStreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t val
                                     unsigned int flags)
 {
     ENTER("cuStreamWaitValue64");
+    if (flags & CU_STREAM_WAIT_VALUE_FLUSH) { /* counted for the tests; refused where unsupported */
+        (void)mock_enter("cuStreamWaitValue64(CU_STREAM_WAIT_VALUE_FLUSH)");
+        if (!flush_remote)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     if (mock_stream_ok(s) == CUDA_SUCCESS)
         mock_land_all(s);
     uint64_t v = __atomic_load_n((uint64_t *)(uintptr_t)addr, __ATOMIC_ACQUIRE);
