@@ -247,6 +247,13 @@ static void check_stream(const nvf_config_t *cfg0)
     CHECK(!p.stream, "stream_min 100000, 99996 B: streams");
 }
 
+/* A path's first two calls (the first one, paying for first touches, does not count). */
+static void record_warm(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes)
+{
+    nvf_path_record(s, cls, p, 3 * us, bytes);
+    nvf_path_record(s, cls, p, us, bytes);
+}
+
 static void check_live_path(void)
 {
     const struct {
@@ -266,9 +273,17 @@ static void check_live_path(void)
     const size_t b = 1u << 20;
     const int cls = nvf_path_class(b);
     CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT, "nothing known: the segment first");
-    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 100, b); /* segment: 100 us */
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 500, b); /* first call: first touches */
     CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_CMA, "single copies unknown: tried next");
+    nvf_path_record(&s, cls, NVF_PATH_CMA, 700, b);
+    /* a path's first call does not count: each runs once more, and that cost replaces it */
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_SEGMENT, "the segment's first call counted");
+    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 100, b); /* segment: 100 us */
+    CHECK(nvf_path_pick(&s, cls, two) == NVF_PATH_CMA, "the single copies' first call counted");
     nvf_path_record(&s, cls, NVF_PATH_CMA, 150, b); /* single copies: 150 us */
+    CHECK(!s.stale[cls][NVF_PATH_SEGMENT] && !s.stale[cls][NVF_PATH_CMA] &&
+              fabs(nvf_path_cost(&s, cls, NVF_PATH_CMA) - 150e3 / (double)b) < 1e-9,
+          "single copies cost %g after their second call", nvf_path_cost(&s, cls, NVF_PATH_CMA));
     CHECK(fabs(nvf_path_cost(&s, cls, NVF_PATH_SEGMENT) - 100e3 / (double)b) < 1e-9,
           "segment cost %g", nvf_path_cost(&s, cls, NVF_PATH_SEGMENT));
     /* the cheaper path, and the other one call in NVF_PATH_EXPLORE */
@@ -314,12 +329,12 @@ static void check_live_path(void)
      * take the two others in turn */
     const unsigned three = NVF_PATH_BIT(NVF_PATH_CMA) | NVF_PATH_BIT(NVF_PATH_LARGE);
     memset(&s, 0, sizeof(s));
-    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 300, b);
-    nvf_path_record(&s, cls, NVF_PATH_CMA, 200, b);
+    record_warm(&s, cls, NVF_PATH_SEGMENT, 300, b);
+    record_warm(&s, cls, NVF_PATH_CMA, 200, b);
     CHECK(nvf_path_pick(&s, cls, three) == NVF_PATH_LARGE, "large blocks unknown: not tried");
     CHECK(nvf_path_pick(&s, cls, NVF_PATH_BIT(NVF_PATH_CMA)) == NVF_PATH_CMA,
           "large blocks not allowed, single copies cheapest: not chosen");
-    nvf_path_record(&s, cls, NVF_PATH_LARGE, 100, b);
+    record_warm(&s, cls, NVF_PATH_LARGE, 100, b);
     memset(s.calls, 0, sizeof(s.calls));
     int runs[NVF_PATH_COUNT] = {0};
     for (int k = 0; k < 4 * NVF_PATH_EXPLORE; k++) {
@@ -338,9 +353,9 @@ static void check_live_path(void)
      * have the two others run again, once each, their new costs replacing all their samples;
      * then the cheapest */
     memset(&s, 0, sizeof(s));
-    nvf_path_record(&s, cls, NVF_PATH_SEGMENT, 100, b);
-    nvf_path_record(&s, cls, NVF_PATH_CMA, 200, b);
-    nvf_path_record(&s, cls, NVF_PATH_LARGE, 300, b);
+    record_warm(&s, cls, NVF_PATH_SEGMENT, 100, b);
+    record_warm(&s, cls, NVF_PATH_CMA, 200, b);
+    record_warm(&s, cls, NVF_PATH_LARGE, 300, b);
     const double spell[] = {300, 100, 300};
     for (int k = 0; k < 3; k++)
         nvf_path_record(&s, cls, NVF_PATH_SEGMENT, spell[k], b);
