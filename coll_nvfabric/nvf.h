@@ -42,12 +42,33 @@ typedef enum nvf_memkind {
 } nvf_memkind_t;
 const char *nvf_memkind_name(nvf_memkind_t kind);
 
+static inline bool nvf_memkind_is_host(nvf_memkind_t kind)
+{
+    return kind == NVF_MEM_HOST || kind == NVF_MEM_HOST_PINNED;
+}
+
+/* One buffer, as cuPointerGetAttributes sees it. */
+typedef struct nvf_cuda_ptr_info {
+    nvf_memkind_t kind; /* NVF_MEM_HOST, NVF_MEM_HOST_PINNED, NVF_MEM_DEVICE or NVF_MEM_MANAGED */
+    int device;         /* device ordinal in this process; -1 for ordinary host memory */
+    void *context;      /* the CUcontext it was allocated in (NULL: none, e.g. pool memory) */
+    uintptr_t base;     /* start of its allocation (0 if unknown) */
+    size_t size;        /* size of its allocation (0 if unknown) */
+    size_t offset;      /* pointer - base */
+    unsigned long long buffer_id; /* process-wide unique id of the allocation (0 if none) */
+} nvf_cuda_ptr_info_t;
+
 /* Where the buffers of one call live (sbuf NULL: in place). Without a CUDA driver every
  * buffer is host memory and this costs a branch; with one, one driver query per buffer. */
 nvf_memkind_t nvf_memkind_classify(const void *sbuf, const void *rbuf);
-/* The kind of each buffer (sbuf NULL: in place, *skind = *rkind). */
-nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t *skind,
-                              nvf_memkind_t *rkind);
+/* The same, keeping what the driver said of each buffer, so that the engine asks no more for
+ * the call (nvf_memkind_describe): in is the send buffer (the receive buffer's when in place),
+ * out the receive buffer. */
+typedef struct nvf_call_mem {
+    nvf_memkind_t kind; /* of the call, as nvf_memkind_classify */
+    nvf_cuda_ptr_info_t in, out;
+} nvf_call_mem_t;
+nvf_memkind_t nvf_memkind_describe(const void *sbuf, const void *rbuf, nvf_call_mem_t *mem);
 /* Releases what classifying and staging device buffers acquired in this process (per device:
  * nvfabric's stream, the retained primary context, IPC mappings). At component close, after
  * every communicator is gone. */
@@ -155,7 +176,7 @@ typedef struct nvf_call_report {
 
 /*
  * Allreduce `count` elements of `dt` with `op`. sbuf == NULL means in place (rbuf holds the
- * input). `kind` is where the buffers live (see nvf_memkind_classify).
+ * input). `mem` is where the buffers live (nvf_memkind_describe of the same buffers).
  * Collective over the communicator. Returns:
  *   NVF_OK               recvbuf holds the result on every rank;
  *   NVF_ERR_UNSUPPORTED  nothing was done, on every rank alike (setup failed or the call is
@@ -164,7 +185,7 @@ typedef struct nvf_call_report {
  * why (optional) receives a static one-line reason for NVF_ERR_UNSUPPORTED.
  */
 nvf_status_t nvf_allreduce(nvf_comm_t *comm, const void *sbuf, void *rbuf, size_t count,
-                           nvf_dtype_t dt, nvf_op_t op, nvf_memkind_t kind,
+                           nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem,
                            nvf_call_report_t *report, const char **why);
 
 #ifdef __cplusplus

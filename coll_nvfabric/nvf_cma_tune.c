@@ -80,7 +80,7 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
             nvf_plan_choose(&cfgs[p], &shape, &plans[p]);
             /* untimed: first touch of the pages at this size */
             st = nvf_sched_run(c, &plans[p], in, out, shape.count, NVF_DTYPE_FLOAT, NVF_OP_SUM,
-                               false, false);
+                               NULL);
         }
         const unsigned calls = sizes[k] >= TUNE_BATCH ? 1u : (unsigned)(TUNE_BATCH / sizes[k]);
         for (int rep = 0; rep < TUNE_REPS && st == NVF_OK; rep++)
@@ -90,7 +90,7 @@ static nvf_status_t measure(nvf_comm_t *c, const size_t *sizes, int n, float *in
                 double t0 = nvf_now_us();
                 for (unsigned i = 0; i < calls && st == NVF_OK; i++)
                     st = nvf_sched_run(c, &plans[p], in, out, shape.count, NVF_DTYPE_FLOAT,
-                                       NVF_OP_SUM, false, false);
+                                       NVF_OP_SUM, NULL);
                 times[(k * 2 + p) * TUNE_REPS + rep] = (nvf_now_us() - t0) / calls;
             }
     }

@@ -454,7 +454,7 @@ static void record_path(nvf_comm_t *c, int cls, nvf_path_t path, double us, size
 }
 
 nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
-                           nvf_dtype_t dt, nvf_op_t op, nvf_memkind_t kind,
+                           nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem,
                            nvf_call_report_t *report, const char **why)
 {
     if (c->state == NVF_SETUP_NONE) {
@@ -477,19 +477,15 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     }
     /* device, managed or mixed memory: the staged path (CUDA copies through the segment); the
      * protocol is the same as for host buffers, so ranks may pass different kinds */
-    bool in_dev = false, out_dev = false;
-    const bool device = kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED;
-    if (device) {
-        nvf_memkind_t sk, rk;
-        nvf_memkind_each(sbuf, rbuf, &sk, &rk);
-        in_dev = sk != NVF_MEM_HOST && sk != NVF_MEM_HOST_PINNED;
-        out_dev = rk != NVF_MEM_HOST && rk != NVF_MEM_HOST_PINNED;
-    }
+    const bool device = !nvf_memkind_is_host(mem->kind);
+    const bool in_dev = device && !nvf_memkind_is_host(mem->in.kind);
+    const bool out_dev = device && !nvf_memkind_is_host(mem->out.kind);
+    const nvf_call_mem_t *dev_mem = device ? mem : NULL; /* what the stages copy */
     /* one node, device memory on every rank: CUDA IPC when enabled and possible for all (before
      * the path agreement below, which counts the scheduler's calls) */
     if (device && nvf_ipc_wanted(c)) {
         bool ran = false;
-        nvf_status_t st = nvf_ipc_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev, &ran);
+        nvf_status_t st = nvf_ipc_run(c, sbuf, rbuf, count, dt, op, mem, &ran);
         if (st != NVF_OK)
             return st;
         if (ran) {
@@ -557,8 +553,8 @@ nvf_status_t nvf_allreduce(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     /* device data copied in and out of the segment: page-locked from the first such call */
     if ((in_dev || out_dev) && plan->alg != NVF_ALG_DIRECT)
         nvf_stage_register_segment(c, in_dev && sbuf != NULL ? sbuf : rbuf);
-    nvf_status_t st = small ? nvf_small_run(c, sbuf, rbuf, count, dt, op, in_dev, out_dev)
-                            : nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
+    nvf_status_t st = small ? nvf_small_run(c, sbuf, rbuf, count, dt, op, dev_mem)
+                            : nvf_sched_run(c, plan, sbuf, rbuf, count, dt, op, dev_mem);
     if (timed && st == NVF_OK)
         record_path(c, cls, path, nvf_now_us() - t0, bytes);
     const char *plan_name = small ? "host:oneshot+inline" : plan->name;

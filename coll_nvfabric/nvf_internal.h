@@ -75,8 +75,13 @@ void nvf_stage_register_segment(nvf_comm_t *c, const void *devbuf);
 /* Undoes it (before the segment is unmapped). */
 void nvf_stage_unregister_segment(nvf_comm_t *c);
 /* The device state whose stream copies devbuf's data (device or managed memory): one driver
- * query, made once per call rather than per block. NVF_ERR_INVALID for host memory. */
+ * query. NVF_ERR_INVALID for host memory. */
 nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev);
+/* The device states that copy a call's send and receive buffers (NULL for host memory, and
+ * both for mem NULL: a host call), from what the call's classification found: no driver query
+ * (nvf_cuda_dev_for_buffer); a failure is reported. */
+nvf_status_t nvf_stage_devs(const nvf_comm_t *c, const nvf_call_mem_t *mem, nvf_cuda_dev_t **in_cu,
+                            nvf_cuda_dev_t **out_cu);
 /* bytes between host memory and memory of dev's device (either way), on dev's stream, waited
  * for; a failure is reported (nvf_error). */
 nvf_status_t nvf_stage_copy(nvf_cuda_dev_t *dev, void *dst, const void *src, size_t bytes);
@@ -133,7 +138,7 @@ char *nvf_comm_stage(nvf_comm_t *c);
  * call itself. */
 bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes);
 nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
-                           nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
+                           nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem);
 
 /* Wait until *word >= value (a peer's progress in the segment), spinning, then yielding;
  * NVF_ERR_PEER if a rank failed meanwhile; after 60 s, one error line naming what (`what`:
@@ -157,14 +162,14 @@ static inline nvf_status_t nvf_wait_at_least(nvf_comm_t *c, const _Atomic uint64
  * caller runs the staged path. */
 bool nvf_ipc_wanted(const nvf_comm_t *c);
 nvf_status_t nvf_ipc_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count, nvf_dtype_t dt,
-                         nvf_op_t op, bool in_dev, bool out_dev, bool *ran);
+                         nvf_op_t op, const nvf_call_mem_t *mem, bool *ran);
 /* Releases what the path keeps between calls (an event); at communicator teardown. */
 void nvf_ipc_release(nvf_comm_t *c);
 
 /* nvf_sched.c: run one call with an established communicator. */
-/* in_dev / out_dev: the input / output is not host memory: it is staged through the segment with
- * CUDA copies (the staged device path). */
+/* mem: where the buffers live (NULL: host memory); device or managed buffers are staged
+ * through the segment with CUDA copies (the staged device path). */
 nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                           size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev);
+                           size_t count, nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem);
 
 #endif

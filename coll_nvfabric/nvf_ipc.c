@@ -54,21 +54,19 @@ static nvf_status_t inputs_complete(nvf_comm_t *c, nvf_cuda_dev_t *d)
 /* Step 1 for me: the device of my buffers, exported into my control block. false: I cannot take
  * part (not an error: the call goes the staged way on every rank). */
 static bool take_part(nvf_comm_t *c, nvf_shm_ipc_t *mine, const void *sbuf, void *rbuf,
-                      size_t bytes, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev,
+                      size_t bytes, nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem,
                       nvf_cuda_dev_t **dev)
 {
-    if (!in_dev || !out_dev || c->topo.local_size > NVF_CUDA_MAX_SOURCES ||
-        !nvf_op_supported_on_device(dt, op))
+    if (c->topo.local_size > NVF_CUDA_MAX_SOURCES || !nvf_op_supported_on_device(dt, op))
         return false;
-    nvf_cuda_ptr_info_t ri, si;
-    if (nvf_cuda_ptr_query(rbuf, &ri) != NVF_MEM_DEVICE)
-        return false;
-    if (sbuf != NULL &&
-        (nvf_cuda_ptr_query(sbuf, &si) != NVF_MEM_DEVICE || si.context != ri.context))
+    /* both buffers device memory of one context (what the call's classification found) */
+    const nvf_cuda_ptr_info_t *ri = &mem->out, *si = &mem->in;
+    if (ri->kind != NVF_MEM_DEVICE ||
+        (sbuf != NULL && (si->kind != NVF_MEM_DEVICE || si->context != ri->context)))
         return false;
     nvf_cuda_dev_t *d = NULL;
     const char *why = NULL;
-    if (nvf_cuda_dev_for_buffer(&ri, &d) != NVF_OK ||
+    if (nvf_cuda_dev_for_buffer(ri, &d) != NVF_OK ||
         nvf_cuda_ipc_export(d, rbuf, bytes, &mine->out, &why) != NVF_OK)
         goto no;
     if (sbuf == NULL)
@@ -106,7 +104,7 @@ static size_t chunk_lo(size_t count, int k, int n)
 }
 
 nvf_status_t nvf_ipc_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count, nvf_dtype_t dt,
-                         nvf_op_t op, bool in_dev, bool out_dev, bool *ran)
+                         nvf_op_t op, const nvf_call_mem_t *mem, bool *ran)
 {
     *ran = false;
     const int L = c->topo.local_size, me = c->topo.local_rank;
@@ -116,7 +114,7 @@ nvf_status_t nvf_ipc_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t cou
     const uint64_t base = 4 * ++c->ipc_seq;
     nvf_cuda_dev_t *d = NULL;
 
-    mine->ok = take_part(c, mine, sbuf, rbuf, bytes, dt, op, in_dev, out_dev, &d);
+    mine->ok = take_part(c, mine, sbuf, rbuf, bytes, dt, op, mem, &d);
     nvf_status_t st = step(c, mine, base + 1, "buffers for the CUDA IPC path");
     if (st != NVF_OK)
         return st;

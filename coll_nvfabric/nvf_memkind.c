@@ -62,6 +62,12 @@ nvf_memkind_t nvf_memkind_classify_ex(const void *sbuf, const void *rbuf,
     return nvf_memkind_combine(&s, &r);
 }
 
+nvf_memkind_t nvf_memkind_describe(const void *sbuf, const void *rbuf, nvf_call_mem_t *mem)
+{
+    mem->kind = nvf_memkind_classify_ex(sbuf, rbuf, &mem->in, &mem->out);
+    return mem->kind;
+}
+
 nvf_memkind_t nvf_memkind_classify(const void *sbuf, const void *rbuf)
 {
     if (!nvf_cuda_maybe_present())

@@ -429,20 +429,6 @@ static nvf_status_t direct_rail(nvf_comm_t *c, const nvf_plan_t *plan, const voi
     }
 }
 
-/* Device buffers of a call: the devices whose streams copy them, asked of the driver once for
- * the whole call (not per block). */
-static nvf_status_t stage_devs(const nvf_comm_t *c, const void *in, const void *out, bool in_dev,
-                               bool out_dev, nvf_cuda_dev_t **in_cu, nvf_cuda_dev_t **out_cu)
-{
-    if ((in_dev && nvf_stage_dev(in, in_cu) != NVF_OK) ||
-        (out_dev && nvf_stage_dev(out, out_cu) != NVF_OK)) {
-        nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,
-                  in_dev && *in_cu == NULL ? "send" : "receive", nvf_cuda_last_error());
-        return NVF_ERR_CUDA;
-    }
-    return NVF_OK;
-}
-
 /* The direct plan runs large calls as a few pieces (plan->block_elems each; nvf_plan.h), each
  * one allreduce of the rail, so that device data's copies overlap the rail's work: every
  * piece's copy to the host is queued at once, piece k is allreduced between nodes as soon as it
@@ -497,15 +483,16 @@ static nvf_status_t wait_copies(nvf_comm_t *c, int slot)
  * page-locked and kept for later calls where the driver gives it, so that the copies are
  * direct DMA and queued without blocking. */
 static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const void *in, void *rbuf,
-                                  size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev,
-                                  bool out_dev)
+                                  size_t count, nvf_dtype_t dt, nvf_op_t op,
+                                  const nvf_call_mem_t *mem)
 {
     const size_t esize = nvf_dtype_size(dt), bytes = count * esize;
     const pieces_t pc = direct_pieces(plan, count);
     nvf_cuda_dev_t *in_cu = NULL, *out_cu = NULL;
-    nvf_status_t st = stage_devs(c, in, rbuf, in_dev, out_dev, &in_cu, &out_cu);
+    nvf_status_t st = nvf_stage_devs(c, mem, &in_cu, &out_cu);
     if (st != NVF_OK)
         return st;
+    const bool in_dev = in_cu != NULL, out_dev = out_cu != NULL;
     char *owned = NULL, *tmp = nvf_stage_pinned(c, in_dev ? in_cu : out_cu, bytes ? bytes : 1);
     if (tmp == NULL)
         tmp = owned = malloc(bytes ? bytes : 1);
@@ -545,11 +532,11 @@ static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const v
 
 /* The direct plan: from the send buffer straight into the receive buffer, piece by piece. */
 static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                               size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+                               size_t count, nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem)
 {
     const void *in = sbuf != NULL ? sbuf : rbuf;
-    if (in_dev || out_dev)
-        return direct_staged(c, plan, in, rbuf, count, dt, op, in_dev, out_dev);
+    if (mem != NULL)
+        return direct_staged(c, plan, in, rbuf, count, dt, op, mem);
     const size_t esize = nvf_dtype_size(dt);
     const pieces_t pc = direct_pieces(plan, count);
     nvf_status_t st = NVF_OK;
@@ -562,10 +549,10 @@ static nvf_status_t direct_run(nvf_comm_t *c, const nvf_plan_t *plan, const void
 }
 
 nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sbuf, void *rbuf,
-                           size_t count, nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+                           size_t count, nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem)
 {
     if (plan->alg == NVF_ALG_DIRECT)
-        return direct_run(c, plan, sbuf, rbuf, count, dt, op, in_dev, out_dev);
+        return direct_run(c, plan, sbuf, rbuf, count, dt, op, mem);
     nvf_shm_t *shm = &c->shm;
     run_t r = {0};
     r.c = c;
@@ -578,13 +565,13 @@ nvf_status_t nvf_sched_run(nvf_comm_t *c, const nvf_plan_t *plan, const void *sb
     r.me = c->topo.local_rank;
     r.L = c->topo.local_size;
     r.hier = plan->alg == NVF_ALG_HIER && c->topo.nnodes > 1;
-    r.in_dev = in_dev;
-    r.out_dev = out_dev;
-    r.stream = plan->stream && !out_dev;
-    if (stage_devs(c, r.in, r.out, in_dev, out_dev, &r.in_cu, &r.out_cu) != NVF_OK) {
+    if (nvf_stage_devs(c, mem, &r.in_cu, &r.out_cu) != NVF_OK) {
         atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release); /* peers stop too */
         return NVF_ERR_CUDA;
     }
+    r.in_dev = r.in_cu != NULL;
+    r.out_dev = r.out_cu != NULL;
+    r.stream = plan->stream && !r.out_dev;
 
     size_t blk_elems = plan->block_elems;
     if (blk_elems * r.esize > shm->block_bytes)

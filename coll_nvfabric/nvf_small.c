@@ -29,7 +29,7 @@ bool nvf_small_fits(const nvf_comm_t *c, const nvf_plan_t *plan, size_t bytes)
 }
 
 nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t count,
-                           nvf_dtype_t dt, nvf_op_t op, bool in_dev, bool out_dev)
+                           nvf_dtype_t dt, nvf_op_t op, const nvf_call_mem_t *mem)
 {
     const size_t bytes = count * nvf_dtype_size(dt);
     const nvf_shm_t *shm = &c->shm;
@@ -37,8 +37,13 @@ nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
     const uint64_t s = ++c->small_seq;
     nvf_small_slot_t *mine = &shm->ctrl[me].small[s & 1];
     const void *in = sbuf != NULL ? sbuf : rbuf;
-    if (in_dev) {
-        nvf_status_t st = nvf_memcpy_any(mine->data, in, bytes);
+    nvf_cuda_dev_t *in_cu = NULL, *out_cu = NULL; /* device buffers: their copies' devices */
+    if (mem != NULL && nvf_stage_devs(c, mem, &in_cu, &out_cu) != NVF_OK) {
+        atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release);
+        return NVF_ERR_CUDA;
+    }
+    if (in_cu != NULL) {
+        nvf_status_t st = nvf_stage_copy(in_cu, mine->data, in, bytes);
         if (st != NVF_OK) {
             atomic_store_explicit(&shm->hdr->failed, 1, memory_order_release);
             return st;
@@ -59,11 +64,11 @@ nvf_status_t nvf_small_run(nvf_comm_t *c, const void *sbuf, void *rbuf, size_t c
         }
         srcs[k] = slot->data;
     }
-    if (!out_dev) {
+    if (out_cu == NULL) {
         nvf_reduce_many(dt, op, rbuf, srcs, L, count);
         return NVF_OK;
     }
     _Alignas(16) unsigned char res[NVF_SMALL_MAX_BYTES];
     nvf_reduce_many(dt, op, res, srcs, L, count);
-    return nvf_memcpy_any(rbuf, res, bytes);
+    return nvf_stage_copy(out_cu, rbuf, res, bytes);
 }

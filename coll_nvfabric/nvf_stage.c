@@ -106,11 +106,19 @@ nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)
     return nvf_stage_copy(dev, dst, src, bytes);
 }
 
-nvf_status_t nvf_memkind_each(const void *sbuf, const void *rbuf, nvf_memkind_t *skind,
-                              nvf_memkind_t *rkind)
+nvf_status_t nvf_stage_devs(const nvf_comm_t *c, const nvf_call_mem_t *mem, nvf_cuda_dev_t **in_cu,
+                            nvf_cuda_dev_t **out_cu)
 {
-    *rkind = nvf_cuda_ptr_query(rbuf, NULL);
-    *skind = sbuf != NULL ? nvf_cuda_ptr_query(sbuf, NULL) : *rkind;
+    *in_cu = *out_cu = NULL;
+    if (mem == NULL)
+        return NVF_OK;
+    const bool in_dev = !host_kind(mem->in.kind), out_dev = !host_kind(mem->out.kind);
+    if ((in_dev && nvf_cuda_dev_for_buffer(&mem->in, in_cu) != NVF_OK) ||
+        (out_dev && nvf_cuda_dev_for_buffer(&mem->out, out_cu) != NVF_OK)) {
+        nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,
+                  in_dev && *in_cu == NULL ? "send" : "receive", nvf_cuda_last_error());
+        return NVF_ERR_CUDA;
+    }
     return NVF_OK;
 }
 

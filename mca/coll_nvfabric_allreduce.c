@@ -104,7 +104,8 @@ int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
                                  comm, bytes);
 
     const void *in = (sbuf == MPI_IN_PLACE) ? NULL : sbuf;
-    nvf_memkind_t kind = nvf_memkind_classify(in, rbuf);
+    nvf_call_mem_t mem; /* asked of the driver once: the engine uses it, and asks no more */
+    nvf_memkind_t kind = nvf_memkind_describe(in, rbuf, &mem);
     if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED && !c->cfg.cuda_enable) {
         /* device stage off: host copies through nvfabric's host path, which then decides as for
          * any host buffers (the same branch as ranks that passed host memory) */
@@ -119,7 +120,7 @@ int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
 
     nvf_call_report_t rep = {0};
     const char *why = NULL;
-    nvf_status_t st = nvf_allreduce(m->engine, in, rbuf, (size_t)count, dt, nop, kind, &rep, &why);
+    nvf_status_t st = nvf_allreduce(m->engine, in, rbuf, (size_t)count, dt, nop, &mem, &rep, &why);
     if (st == NVF_ERR_UNSUPPORTED)
         return nvfabric_delegate(m, NVFABRIC_DELEGATE_ENGINE, why, sbuf, rbuf, count, dtype, op,
                                  comm, bytes);

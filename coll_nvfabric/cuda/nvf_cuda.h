@@ -66,16 +66,7 @@ static inline bool nvf_cuda_maybe_present(void)
 }
 
 /* ---- buffer attributes -------------------------------------------------------------------- */
-/* One buffer, as cuPointerGetAttributes sees it. */
-typedef struct nvf_cuda_ptr_info {
-    nvf_memkind_t kind; /* NVF_MEM_HOST, NVF_MEM_HOST_PINNED, NVF_MEM_DEVICE or NVF_MEM_MANAGED */
-    int device;         /* device ordinal in this process; -1 for ordinary host memory */
-    void *context;      /* the CUcontext it was allocated in (NULL: none, e.g. pool memory) */
-    uintptr_t base;     /* start of its allocation (0 if unknown) */
-    size_t size;        /* size of its allocation (0 if unknown) */
-    size_t offset;      /* pointer - base */
-    unsigned long long buffer_id; /* process-wide unique id of the allocation (0 if none) */
-} nvf_cuda_ptr_info_t;
+/* (nvf_cuda_ptr_info_t, one buffer as cuPointerGetAttributes sees it: in nvf.h) */
 
 /* Where p lives; fills info (may be NULL). Never fails: without a driver, when CUDA is not
  * initialised, or when the driver returns any error, the answer is NVF_MEM_HOST. One driver call

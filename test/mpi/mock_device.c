@@ -209,6 +209,18 @@ int main(int argc, char **argv)
                     rank, waits[0], waits[1], polls[0], polls[1], sizes[0], sizes[1]);
             bad++;
         }
+        /* and only classifying the call asks the driver (once per buffer): the engine takes
+         * what it found; a small call (the inline path) too */
+        const unsigned long q0 = mock.count("cuPointerGetAttributes");
+        bad += run("dd", MPI_FLOAT, NVF_DTYPE_FLOAT, MPI_SUM, NVF_OP_SUM, 7, seed++);
+        const unsigned long q_small = mock.count("cuPointerGetAttributes") - q0;
+        if (q[0] != 2 || q_small != 2) {
+            fprintf(stderr,
+                    "FAIL rank %d: %lu pointer queries for a staged call of %zu elements, %lu for "
+                    "one of 7 (want 2: one per buffer)\n",
+                    rank, q[0], sizes[0], q_small);
+            bad++;
+        }
         if (q[1] != q[0]) {
             fprintf(stderr,
                     "FAIL rank %d: pointer queries grow with the blocks of a staged call: %lu for "
