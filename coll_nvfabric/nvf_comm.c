@@ -428,16 +428,11 @@ static nvf_status_t agree_path(nvf_comm_t *c, uint64_t seq0, int cls, unsigned a
  * (of those measured). */
 static void record_path(nvf_comm_t *c, int cls, nvf_path_t path, double us, size_t bytes)
 {
-    unsigned stale_before = 0, stale_after = 0;
-    for (int p = 0; p < NVF_PATH_COUNT; p++)
-        stale_before += c->paths.stale[cls][p];
-    nvf_path_record(&c->paths, cls, path, us, bytes);
+    const bool changed = nvf_path_record(&c->paths, cls, path, us, bytes);
     nvf_log(3, "rank %d: a call of %zu bytes %s: %.3f ns per byte (median %.3f)", c->topo.rank,
             bytes, nvf_path_name(path), us * 1e3 / (double)bytes,
             nvf_path_cost(&c->paths, cls, path));
-    for (int p = 0; p < NVF_PATH_COUNT; p++)
-        stale_after += c->paths.stale[cls][p];
-    if (stale_after > stale_before)
+    if (changed)
         nvf_log(2,
                 "rank %d: calls of about %zu bytes %s: two in a row off the median (now %.3f ns "
                 "per byte): the other paths run again",

@@ -93,9 +93,10 @@ nvf_status_t nvf_stage_copy_start(nvf_comm_t *c, int slot, nvf_cuda_dev_t *dev, 
 nvf_status_t nvf_stage_copy_done(nvf_comm_t *c, int slot, bool *done);
 /* Destroys c's events (teardown). */
 void nvf_stage_events_release(nvf_comm_t *c);
-/* Waits for every copy queued on dev's stream (a call that stops early: nothing may land in the
- * segment or the user's buffers after it returned); errors are only logged. */
-void nvf_stage_drain(nvf_cuda_dev_t *dev);
+/* Waits for every copy queued on the streams of a call's devices (nvf_stage_devs; NULL: none),
+ * for a call that stops early: nothing may land in the segment or the user's buffers after it
+ * returned. Errors are only logged. */
+void nvf_stage_drain(nvf_cuda_dev_t *in_cu, nvf_cuda_dev_t *out_cu);
 /* A page-locked host buffer of at least `bytes` (NVF_STAGE_PINNED_MAX at most) for the direct
  * plan's device data, allocated through dev and kept for the communicator's later calls; NULL
  * where it is larger or the driver refuses (then the caller stages in pageable memory). */

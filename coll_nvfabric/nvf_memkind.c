@@ -14,8 +14,7 @@
  * context, otherwise mixed. */
 static nvf_memkind_t nvf_memkind_combine(const nvf_cuda_ptr_info_t *s, const nvf_cuda_ptr_info_t *r)
 {
-    const bool s_host = s->kind == NVF_MEM_HOST || s->kind == NVF_MEM_HOST_PINNED;
-    const bool r_host = r->kind == NVF_MEM_HOST || r->kind == NVF_MEM_HOST_PINNED;
+    const bool s_host = nvf_memkind_is_host(s->kind), r_host = nvf_memkind_is_host(r->kind);
     if (s_host && r_host)
         return (s->kind == NVF_MEM_HOST_PINNED && r->kind == NVF_MEM_HOST_PINNED)
                    ? NVF_MEM_HOST_PINNED

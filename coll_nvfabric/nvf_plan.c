@@ -392,10 +392,10 @@ nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed)
     return n == 0 ? best : others[(k / NVF_PATH_EXPLORE) % (unsigned)n];
 }
 
-void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes)
+bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes)
 {
     if (bytes == 0 || !(us > 0))
-        return;
+        return false;
     const double v = us * 1e3 / (double)bytes;
     double *samples = s->ns_per_byte[cls][p];
     const double median = nvf_path_cost(s, cls, p);
@@ -406,14 +406,15 @@ void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
          * measured on the 2-core VM): it runs once more, and that call's cost counts */
         s->stale[cls][p] = median == 0;
         s->shifted[cls][p] = 0;
-        return;
+        return false;
     }
+    bool changed = false;
     if (v > NVF_PATH_SHIFT * median || v * NVF_PATH_SHIFT < median) {
         if (++s->shifted[cls][p] >= 2) { /* the state changed: the others' costs are old */
             s->shifted[cls][p] = 0;
             for (int q = 0; q < NVF_PATH_COUNT; q++)
                 if (q != (int)p && nvf_path_cost(s, cls, (nvf_path_t)q) != 0)
-                    s->stale[cls][q] = true;
+                    s->stale[cls][q] = changed = true;
         }
     } else {
         s->shifted[cls][p] = 0;
@@ -421,6 +422,7 @@ void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
     unsigned *next = &s->next[cls][p];
     samples[*next] = v;
     *next = (*next + 1) % NVF_PATH_SAMPLES;
+    return changed;
 }
 
 const char *nvf_path_name(nvf_path_t p)

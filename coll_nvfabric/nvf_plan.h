@@ -141,8 +141,8 @@ nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed);
 /* A call of `bytes` in class cls took us microseconds on path p: it replaces the path's oldest
  * sample (the first one, and the first after the path went stale, fill them all; the first
  * one also leaves the path stale: its first call may pay for first touches); the second in a
- * row off its median by NVF_PATH_SHIFT makes the others stale. */
-void nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
+ * row off its median by NVF_PATH_SHIFT makes the others stale (then it returns true). */
+bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
 /* The median of the path's samples in ns per byte (0: none yet). */
 double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p);
 /* Of the paths in `among` with a cost known, the one whose median is lowest (the first in the

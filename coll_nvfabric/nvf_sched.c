@@ -399,10 +399,7 @@ static void stop_run(run_t *r)
     if (r->iop_started)
         nvf_inter_abort(&r->iop);
     r->iop_started = false;
-    if (r->in_dev)
-        nvf_stage_drain(r->in_cu);
-    if (r->out_dev && r->out_cu != r->in_cu)
-        nvf_stage_drain(r->out_cu);
+    nvf_stage_drain(r->in_cu, r->out_cu);
 }
 
 /* One rank per node: the rail's allreduce of in into buf (in == buf: in place). */
@@ -520,12 +517,8 @@ static nvf_status_t direct_staged(nvf_comm_t *c, const nvf_plan_t *plan, const v
         st = wait_copies(c, PIECE_EV_OUT + (int)pc.n - 1);
     else if (st == NVF_OK)
         memcpy(rbuf, tmp, bytes);
-    if (st != NVF_OK) { /* nothing may land in tmp or rbuf once the call has returned */
-        if (in_dev)
-            nvf_stage_drain(in_cu);
-        if (out_dev && out_cu != in_cu)
-            nvf_stage_drain(out_cu);
-    }
+    if (st != NVF_OK) /* nothing may land in tmp or rbuf once the call has returned */
+        nvf_stage_drain(in_cu, out_cu);
     free(owned);
     return st;
 }

@@ -13,15 +13,10 @@
 
 #include <string.h>
 
-static bool host_kind(nvf_memkind_t k)
-{
-    return k == NVF_MEM_HOST || k == NVF_MEM_HOST_PINNED;
-}
-
 nvf_status_t nvf_stage_dev(const void *devbuf, nvf_cuda_dev_t **dev)
 {
     nvf_cuda_ptr_info_t info;
-    if (host_kind(nvf_cuda_ptr_query(devbuf, &info)))
+    if (nvf_memkind_is_host(nvf_cuda_ptr_query(devbuf, &info)))
         return NVF_ERR_INVALID;
     return nvf_cuda_dev_for_buffer(&info, dev);
 }
@@ -79,11 +74,18 @@ void nvf_stage_events_release(nvf_comm_t *c)
     }
 }
 
-void nvf_stage_drain(nvf_cuda_dev_t *dev)
+static void drain_one(nvf_cuda_dev_t *dev)
 {
     if (dev != NULL && nvf_cuda_stream_sync(dev) != NVF_OK)
         nvf_log(1, "draining the staging copies of a failed call (device %d): %s",
                 nvf_cuda_dev_ordinal(dev), nvf_cuda_last_error());
+}
+
+void nvf_stage_drain(nvf_cuda_dev_t *in_cu, nvf_cuda_dev_t *out_cu)
+{
+    drain_one(in_cu);
+    if (out_cu != in_cu)
+        drain_one(out_cu);
 }
 
 nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)
@@ -92,12 +94,12 @@ nvf_status_t nvf_memcpy_any(void *dst, const void *src, size_t bytes)
         return NVF_OK;
     nvf_cuda_ptr_info_t di, si;
     nvf_memkind_t dk = nvf_cuda_ptr_query(dst, &di), sk = nvf_cuda_ptr_query(src, &si);
-    if (host_kind(dk) && host_kind(sk)) {
+    if (nvf_memkind_is_host(dk) && nvf_memkind_is_host(sk)) {
         memcpy(dst, src, bytes);
         return NVF_OK;
     }
     nvf_cuda_dev_t *dev = NULL;
-    nvf_status_t st = nvf_cuda_dev_for_buffer(host_kind(dk) ? &si : &di, &dev);
+    nvf_status_t st = nvf_cuda_dev_for_buffer(nvf_memkind_is_host(dk) ? &si : &di, &dev);
     if (st != NVF_OK) {
         nvf_error("staging copy of %zu bytes (%s to %s): no device state: %s", bytes,
                   nvf_memkind_name(sk), nvf_memkind_name(dk), nvf_cuda_last_error());
@@ -112,7 +114,8 @@ nvf_status_t nvf_stage_devs(const nvf_comm_t *c, const nvf_call_mem_t *mem, nvf_
     *in_cu = *out_cu = NULL;
     if (mem == NULL)
         return NVF_OK;
-    const bool in_dev = !host_kind(mem->in.kind), out_dev = !host_kind(mem->out.kind);
+    const bool in_dev = !nvf_memkind_is_host(mem->in.kind),
+               out_dev = !nvf_memkind_is_host(mem->out.kind);
     if ((in_dev && nvf_cuda_dev_for_buffer(&mem->in, in_cu) != NVF_OK) ||
         (out_dev && nvf_cuda_dev_for_buffer(&mem->out, out_cu) != NVF_OK)) {
         nvf_error("rank %d: no CUDA device state for the %s buffer: %s", c->topo.rank,

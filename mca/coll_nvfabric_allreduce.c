@@ -69,7 +69,7 @@ static int nvfabric_delegate(mca_coll_nvfabric_module_t *m, mca_coll_nvfabric_de
         mca_coll_nvfabric_report_delegation(m, why, detail);
     if (count > 0) {
         nvf_memkind_t kind = nvf_memkind_classify(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf);
-        if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED)
+        if (!nvf_memkind_is_host(kind))
             return nvfabric_staged(m->prev_allreduce, m->prev_allreduce_module, m->prev_name, sbuf,
                                    rbuf, count, dtype, op, comm);
     }
@@ -106,7 +106,7 @@ int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
     const void *in = (sbuf == MPI_IN_PLACE) ? NULL : sbuf;
     nvf_call_mem_t mem; /* asked of the driver once: the engine uses it, and asks no more */
     nvf_memkind_t kind = nvf_memkind_describe(in, rbuf, &mem);
-    if (kind != NVF_MEM_HOST && kind != NVF_MEM_HOST_PINNED && !c->cfg.cuda_enable) {
+    if (!nvf_memkind_is_host(kind) && !c->cfg.cuda_enable) {
         /* device stage off: host copies through nvfabric's host path, which then decides as for
          * any host buffers (the same branch as ranks that passed host memory) */
         if (!m->cuda_off_reported)
@@ -114,7 +114,7 @@ int mca_coll_nvfabric_allreduce(const void *sbuf, void *rbuf, int count,
         return nvfabric_staged(mca_coll_nvfabric_allreduce, module, "nvfabric's host path", sbuf,
                                rbuf, count, dtype, op, comm);
     }
-    if ((kind == NVF_MEM_HOST || kind == NVF_MEM_HOST_PINNED) && c->cfg.host_mode == NVF_HOST_OFF)
+    if (nvf_memkind_is_host(kind) && c->cfg.host_mode == NVF_HOST_OFF)
         return nvfabric_delegate(m, NVFABRIC_DELEGATE_HOST_OFF, NULL, sbuf, rbuf, count, dtype, op,
                                  comm, bytes);
 
