@@ -67,11 +67,11 @@ static bool take_part(nvf_comm_t *c, nvf_shm_ipc_t *mine, const void *sbuf, void
     nvf_cuda_dev_t *d = NULL;
     const char *why = NULL;
     if (nvf_cuda_dev_for_buffer(ri, &d) != NVF_OK ||
-        nvf_cuda_ipc_export(d, rbuf, bytes, &mine->out, &why) != NVF_OK)
+        nvf_cuda_ipc_export_described(d, rbuf, bytes, ri, &mine->out, &why) != NVF_OK)
         goto no;
     if (sbuf == NULL)
         mine->in = mine->out;
-    else if (nvf_cuda_ipc_export(d, sbuf, bytes, &mine->in, &why) != NVF_OK)
+    else if (nvf_cuda_ipc_export_described(d, sbuf, bytes, si, &mine->in, &why) != NVF_OK)
         goto no;
     if (inputs_complete(c, d) != NVF_OK)
         goto no;

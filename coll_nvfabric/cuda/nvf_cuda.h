@@ -256,6 +256,11 @@ _Static_assert(sizeof(nvf_cuda_ipc_desc_t) == 160, "the IPC descriptor is a fixe
  * POSIX file descriptor. NVF_ERR_INVALID if ptr is not device memory. */
 nvf_status_t nvf_cuda_ipc_export(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
                                  nvf_cuda_ipc_desc_t *desc, const char **why);
+/* The same for a buffer the caller has already asked the driver about (nvf_cuda_ptr_query of
+ * ptr itself, e.g. a call's nvf_call_mem_t): a repeated export then asks the driver nothing. */
+nvf_status_t nvf_cuda_ipc_export_described(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
+                                           const nvf_cuda_ptr_info_t *described,
+                                           nvf_cuda_ipc_desc_t *desc, const char **why);
 /* The FD route for VMM memory whose allocation allows CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
  * the exporter keeps the exported fd open (until fini or eviction); the importer copies it with
  * pidfd_open + pidfd_getfd (Linux >= 5.6, and ptrace access to the exporter: same user, and

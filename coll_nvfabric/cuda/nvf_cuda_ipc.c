@@ -166,13 +166,22 @@ static void nvf_cuda_desc_fill(nvf_cuda_dev_t *d, nvf_cuda_ipc_desc_t *desc,
 nvf_status_t nvf_cuda_ipc_export(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
                                  nvf_cuda_ipc_desc_t *desc, const char **why)
 {
+    nvf_cuda_ptr_info_t info;
+    nvf_cuda_ptr_query(ptr, &info);
+    return nvf_cuda_ipc_export_described(d, ptr, bytes, &info, desc, why);
+}
+
+nvf_status_t nvf_cuda_ipc_export_described(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
+                                           const nvf_cuda_ptr_info_t *described,
+                                           nvf_cuda_ipc_desc_t *desc, const char **why)
+{
     const char *dummy;
     if (why == NULL)
         why = &dummy;
     *why = NULL;
     memset(desc, 0, sizeof(*desc));
-    nvf_cuda_ptr_info_t info;
-    nvf_memkind_t kind = nvf_cuda_ptr_query(ptr, &info);
+    const nvf_cuda_ptr_info_t info = *described;
+    const nvf_memkind_t kind = info.kind;
     if (kind == NVF_MEM_MANAGED) {
         *why = "managed memory cannot be shared with CUDA IPC";
         return NVF_ERR_UNSUPPORTED;

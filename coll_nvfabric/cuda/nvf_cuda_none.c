@@ -241,6 +241,13 @@ nvf_status_t nvf_cuda_ipc_export(nvf_cuda_dev_t *d, const void *ptr, size_t byte
     return NVF_ERR_UNSUPPORTED;
 }
 
+nvf_status_t nvf_cuda_ipc_export_described(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
+                                           const nvf_cuda_ptr_info_t *described,
+                                           nvf_cuda_ipc_desc_t *desc, const char **why)
+{
+    return nvf_cuda_ipc_export(d, ptr, bytes, desc, why);
+}
+
 nvf_status_t nvf_cuda_ipc_export_fd(nvf_cuda_dev_t *d, const void *ptr, size_t bytes,
                                     nvf_cuda_ipc_desc_t *desc, const char **why)
 {

@@ -311,6 +311,22 @@ static int scenario_local(void)
     CHECK(st.exports == 2 && st.export_hits == 1 && m.count("cuIpcGetMemHandle") == 1,
           "export cache: %llu exports, %llu hits, %lu cuIpcGetMemHandle", st.exports,
           st.export_hits, m.count("cuIpcGetMemHandle"));
+    /* described by the caller (a call's classification): a cached export asks the driver
+     * nothing, and says the same as the undescribed one */
+    nvf_cuda_ptr_info_t info;
+    CHECK(nvf_cuda_ptr_query(a + 24, &info) == NVF_MEM_DEVICE, "query");
+    nvf_cuda_ipc_desc_t described;
+    const unsigned long q0 = m.count("cuPointerGetAttributes");
+    CHECK(nvf_cuda_ipc_export_described(d, a + 24, 64, &info, &described, &why) == NVF_OK &&
+              described.offset == 24 && described.base == desc.base &&
+              described.buffer_id == desc.buffer_id &&
+              memcmp(described.handle, desc.handle, sizeof(desc.handle)) == 0,
+          "described export");
+    CHECK(m.count("cuPointerGetAttributes") == q0, "a described, cached export made %lu queries",
+          m.count("cuPointerGetAttributes") - q0);
+    nvf_cuda_ipc_stats(d, &st);
+    CHECK(st.exports == 3 && st.export_hits == 2 && m.count("cuIpcGetMemHandle") == 1,
+          "described export from the cache: %llu exports, %llu hits", st.exports, st.export_hits);
     void *p;
     CHECK(nvf_cuda_ipc_import(d, &desc, &p) == NVF_OK && p == a + 16,
           "a descriptor of this process is its own address");
