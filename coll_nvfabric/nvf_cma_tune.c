@@ -115,8 +115,8 @@ static void go_live(nvf_comm_t *c, const size_t *sizes, const double *seg, const
 {
     for (int k = 0; k < n; k++) {
         const int cls = nvf_path_class(sizes[k]);
-        nvf_path_record(&c->paths, cls, NVF_PATH_SEGMENT, seg[k], sizes[k]);
-        nvf_path_record(&c->paths, cls, NVF_PATH_CMA, cma[k], sizes[k]);
+        nvf_path_seed(&c->paths, cls, NVF_PATH_SEGMENT, seg[k], sizes[k]);
+        nvf_path_seed(&c->paths, cls, NVF_PATH_CMA, cma[k], sizes[k]);
         c->path_best[cls] = cma[k] < seg[k] ? NVF_PATH_CMA : NVF_PATH_SEGMENT;
     }
     c->path_live = true;

@@ -108,7 +108,8 @@ void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const do
  * descheduled peer must not move the choice; three slow calls in five do. A change of state is
  * noticed sooner: two calls in a row on a path that took more than NVF_PATH_SHIFT times its
  * median (or less than 1/NVF_PATH_SHIFT of it) make the other paths' costs stale: each is run
- * once more, its new cost replacing all its samples, before the cheapest is chosen again (the
+ * twice more, the second call's cost replacing all its samples (the first pays for a cold
+ * cache), before the cheapest is chosen again (the
  * VM's slow spells make one path 2-3x slower and another hardly; exploring one call in 16 took
  * a hundred calls to see that). The path's own median still moves only with three calls in
  * five, so that two calls that waited for descheduled peers cost the others' re-runs only. Classes:
@@ -130,6 +131,7 @@ typedef struct nvf_path_stats {
     unsigned next[NVF_PATH_CLASSES][NVF_PATH_COUNT];    /* the sample the next call replaces */
     unsigned shifted[NVF_PATH_CLASSES][NVF_PATH_COUNT]; /* calls in a row off the median */
     bool stale[NVF_PATH_CLASSES][NVF_PATH_COUNT];       /* to be run again: the state changed */
+    bool confirming[NVF_PATH_CLASSES][NVF_PATH_COUNT];  /* stale, run once since: once more */
     unsigned calls[NVF_PATH_CLASSES];
 } nvf_path_stats_t;
 
@@ -139,10 +141,15 @@ int nvf_path_class(size_t bytes);
  * one (in the order of nvf_path_t). */
 nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed);
 /* A call of `bytes` in class cls took us microseconds on path p: it replaces the path's oldest
- * sample (the first one, and the first after the path went stale, fill them all; the first
- * one also leaves the path stale: its first call may pay for first touches); the second in a
- * row off its median by NVF_PATH_SHIFT makes the others stale (then it returns true). */
+ * sample; the second in a row off its median by NVF_PATH_SHIFT makes the others stale (then it
+ * returns true). A path with nothing known, or stale, runs twice: its first call may pay for
+ * first touches or a cold cache, so each of the two fills all its samples and the first leaves
+ * it stale: the second call's cost is what counts. */
 bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
+/* A cost measured outside the live choice (nvf_cma_tune, on scratch buffers): it fills the
+ * path's samples, and the path is stale: its first two live calls still run (the second
+ * counts). */
+void nvf_path_seed(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes);
 /* The median of the path's samples in ns per byte (0: none yet). */
 double nvf_path_cost(const nvf_path_stats_t *s, int cls, nvf_path_t p);
 /* Of the paths in `among` with a cost known, the one whose median is lowest (the first in the
