@@ -359,10 +359,14 @@ static nvf_status_t setup(nvf_comm_t *c)
         snprintf(stream_text, sizeof(stream_text),
                  ", results streamed into recvbuf from %zu bytes (last-level cache %zu bytes)",
                  stream_min, c->llc_bytes);
-    char rail_text[96] = "";
-    if (c->have_rail)
-        snprintf(rail_text, sizeof(rail_text), ", UCX rail connected (messages of %zu bytes, %s)",
-                 c->rail.slot_bytes, c->rail.any_am ? "active messages on some rail" : "puts");
+    char rail_text[192] = "";
+    if (c->have_rail) {
+        const char *ucx_defaults = nvf_rail_ucx_defaults(&c->rail);
+        snprintf(rail_text, sizeof(rail_text),
+                 ", UCX rail connected (messages of %zu bytes, %s%s%s)", c->rail.slot_bytes,
+                 c->rail.any_am ? "active messages on some rail" : "puts",
+                 *ucx_defaults ? "; UCX defaults of nvfabric's: " : "", ucx_defaults);
+    }
     char large_text[96] = "";
     if (c->large_block_bytes != 0)
         snprintf(large_text, sizeof(large_text), ", blocks of %zu or %zu bytes chosen live",

@@ -129,6 +129,9 @@ nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const struct nvf_topo *topo, const
 void nvf_rail_close(nvf_rail_t *rail);
 /* What the transport last reported as failing (for the scheduler's error lines). */
 const char *nvf_rail_last_error(void);
+/* The UCX variables nvfabric set in its context because the environment did not
+ * ("UCX_NAME=value ...", "" if none or no UCX), for verbose output. */
+const char *nvf_rail_ucx_defaults(const nvf_rail_t *rail);
 
 /* Drives communication. */
 static inline void nvf_rail_progress(const nvf_rail_t *rail)

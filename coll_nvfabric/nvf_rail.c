@@ -213,11 +213,23 @@ const char *nvf_rail_last_error(void)
     return nvf_ucx_last_error();
 }
 
+const char *nvf_rail_ucx_defaults(const nvf_rail_t *rail)
+{
+    const rail_owner_t *own = rail->owner;
+    return own != NULL && own->ucx != NULL ? nvf_ucx_defaults_applied(own->ucx) : "";
+}
+
 #else /* built without UCX: there is no inter-node stage */
 
 const char *nvf_rail_last_error(void)
 {
     return "built without UCX";
+}
+
+const char *nvf_rail_ucx_defaults(const nvf_rail_t *rail)
+{
+    (void)rail;
+    return "";
 }
 
 nvf_status_t nvf_rail_setup(nvf_rail_t *rail, const nvf_topo_t *topo, const nvf_oob_t *oob,

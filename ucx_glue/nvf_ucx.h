@@ -77,6 +77,10 @@ bool nvf_ucx_supports_cuda(const nvf_ucx_ctx_t *ctx);
  * the fence would not order (protocols v2 with a weak fence, e.g. UCX 1.13 with
  * UCX_PROTO_ENABLE=y) are refused by nvf_ucx_ctx_acquire. */
 const char *nvf_ucx_ordering(const nvf_ucx_ctx_t *ctx);
+/* The UCX variables nvfabric gave its own defaults in this context because the environment did
+ * not set them, as "UCX_NAME=value ..." ("" if none), for verbose output:
+ * UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K. */
+const char *nvf_ucx_defaults_applied(const nvf_ucx_ctx_t *ctx);
 /* One line: the last UCX call that failed and UCX's message ("" if none failed yet).
  * Process-wide, overwritten by the next failure. */
 const char *nvf_ucx_last_error(void);

@@ -89,6 +89,36 @@ static nvf_status_t nvf_ucx_check_fence(const ucp_config_t *config, bool *strong
                                                     "UCX_FENCE_MODE=strong");
 }
 
+/* nvfabric's defaults for UCX variables the user has not set (in its own context only: Open
+ * MPI's pml and osc keep theirs). TCP: segments of 64 KiB to send and 256 KiB to receive
+ * instead of 8 and 64 KiB, so that a rail's messages (256 KiB active messages over tcp) go in
+ * an eighth of the fragments (4 ranks over loopback on the 2-core VM, 4-16 MiB: 1.01-1.56x
+ * tuned against 0.85-1.22x, bench/results/ucx-tcp-seg-2026-12-08-amd.txt). ucp_config_modify
+ * takes a transport's variable by its name without the transport's prefix and sets it in every
+ * transport that has one by that name (UCX 1.13: TX_SEG_SIZE and RX_SEG_SIZE are tcp's alone;
+ * "TCP_TX_SEG_SIZE" is accepted, then warned about as invalid at worker creation, unused).
+ * Writes what it set, as "UCX_NAME=value ...", into applied (empty if nothing). */
+static void nvf_ucx_apply_defaults(ucp_config_t *config, char *applied, size_t len)
+{
+    static const struct {
+        const char *env, *key, *value;
+    } defaults[] = {
+        {"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "64K"},
+        {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "256K"},
+    };
+    size_t used = 0;
+    applied[0] = '\0';
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+        if (getenv(defaults[i].env) != NULL ||
+            ucp_config_modify(config, defaults[i].key, defaults[i].value) != UCS_OK)
+            continue;
+        int n = snprintf(applied + used, len - used, "%s%s=%s", used ? " " : "", defaults[i].env,
+                         defaults[i].value);
+        if (n > 0 && (size_t)n < len - used)
+            used += (size_t)n;
+    }
+}
+
 /* Destroys what exists of a context: used by a failed create and by the last release. */
 static void nvf_ucx_ctx_free(nvf_ucx_ctx_t *ctx)
 {
@@ -126,6 +156,7 @@ static nvf_status_t nvf_ucx_ctx_create(nvf_ucx_ctx_t **out)
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
     params.mt_workers_shared = 0;
     params.name = "nvfabric";
+    nvf_ucx_apply_defaults(config, ctx->defaults, sizeof(ctx->defaults));
     ret = nvf_ucx_check_fence(config, &ctx->strong_fence);
     if (ret != NVF_OK) {
         ucp_config_release(config);
@@ -410,4 +441,9 @@ bool nvf_ucx_supports_cuda(const nvf_ucx_ctx_t *ctx)
 const char *nvf_ucx_ordering(const nvf_ucx_ctx_t *ctx)
 {
     return ctx->strong_fence ? "strong fence" : "fence";
+}
+
+const char *nvf_ucx_defaults_applied(const nvf_ucx_ctx_t *ctx)
+{
+    return ctx->defaults;
 }

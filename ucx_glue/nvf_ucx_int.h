@@ -79,6 +79,7 @@ struct nvf_ucx_ctx {
     size_t addr_len;
     bool cuda;
     bool strong_fence;  /* ucp_worker_fence is a (blocking) flush: protocols v2, UCX >= 1.16 */
+    char defaults[128]; /* nvfabric's defaults applied to UCX variables ("" if none) */
     nvf_ucx_ep_t **eps; /* the endpoint cache: linear, by address hash (setup time only) */
     int neps, cap_eps;
     struct nvf_ucx_mesh **meshes; /* live meshes, for the active-message handler */

@@ -85,11 +85,33 @@ static int bad_tls_body(nvf_tf_t *tf, void *arg)
             printf("  UCX_TLS=nonexistent_transport: %s\n", nvf_ucx_last_error());
     }
     unsetenv("UCX_TLS");
+    unsetenv("UCX_TCP_TX_SEG_SIZE");
+    unsetenv("UCX_TCP_RX_SEG_SIZE");
     nvf_ucx_ctx_t *ctx = NULL;
+    quiet_t q;
+    quiet_begin(&q);
     nvf_status_t st = nvf_ucx_ctx_acquire(&ctx);
+    const char *printed = quiet_end(&q);
     CHECK(st == NVF_OK && ctx != NULL, "acquire after the failures: %s", nvf_ucx_last_error());
+    /* nvfabric's defaults for what the environment leaves unset, and only for that; UCX takes
+     * them without a word (a name it does not apply draws "invalid configuration") */
+    CHECK(printed[0] == '\0', "acquire printed: '%s'", printed);
+    if (st == NVF_OK)
+        CHECK(strcmp(nvf_ucx_defaults_applied(ctx),
+                     "UCX_TCP_TX_SEG_SIZE=64K UCX_TCP_RX_SEG_SIZE=256K") == 0,
+              "defaults applied: '%s'", nvf_ucx_defaults_applied(ctx));
     nvf_ucx_ctx_release(ctx);
     tu_check_nothing_left("acquire after failures");
+    setenv("UCX_TCP_TX_SEG_SIZE", "16K", 1);
+    ctx = NULL;
+    st = nvf_ucx_ctx_acquire(&ctx);
+    CHECK(st == NVF_OK && ctx != NULL &&
+              strcmp(nvf_ucx_defaults_applied(ctx), "UCX_TCP_RX_SEG_SIZE=256K") == 0,
+          "UCX_TCP_TX_SEG_SIZE set by the user, defaults applied: '%s'",
+          ctx != NULL ? nvf_ucx_defaults_applied(ctx) : "(no context)");
+    nvf_ucx_ctx_release(ctx);
+    unsetenv("UCX_TCP_TX_SEG_SIZE");
+    tu_check_nothing_left("acquire with a user's UCX variable");
     return nvf_test_failures;
 }
 
