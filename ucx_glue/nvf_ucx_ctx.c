@@ -92,8 +92,9 @@ static nvf_status_t nvf_ucx_check_fence(const ucp_config_t *config, bool *strong
 /* nvfabric's defaults for UCX variables the user has not set (in its own context only: Open
  * MPI's pml and osc keep theirs). TCP: segments of 64 KiB to send and 256 KiB to receive
  * instead of 8 and 64 KiB, so that a rail's messages (256 KiB active messages over tcp) go in
- * an eighth of the fragments (4 ranks over loopback on the 2-core VM, 4-16 MiB: 1.01-1.56x
- * tuned against 0.85-1.22x, bench/results/ucx-tcp-seg-2026-12-08-amd.txt). ucp_config_modify
+ * an eighth of the fragments (4 virtual nodes over loopback on the 2-core VM, medians of six
+ * rounds against tuned: 4 MiB 0.96x against 0.85x, 8 MiB 1.17x against 1.09x, 16 MiB alike;
+ * bench/results/ucx-tcp-seg-2026-12-08-amd.txt). ucp_config_modify
  * takes a transport's variable by its name without the transport's prefix and sets it in every
  * transport that has one by that name (UCX 1.13: TX_SEG_SIZE and RX_SEG_SIZE are tcp's alone;
  * "TCP_TX_SEG_SIZE" is accepted, then warned about as invalid at worker creation, unused).
