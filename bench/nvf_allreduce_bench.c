@@ -17,7 +17,10 @@
  * memory-copy bandwidth with all ranks copying at once, the floor a shared-memory allreduce can
  * approach. The last column, the machine's state: the mean round trip (ns) of a cache line
  * between ranks 0 and 1 just before and just after the row's repetitions (nvf_line_probe.h; on
- * this project's VMs 40-80 ns normally, 300-340 ns in its slow spells).
+ * this project's VMs 40-80 ns normally, 300-340 ns in its slow spells); in two-rank runs also
+ * the time the two ranks take to read, at once, the row's size in bytes the other has just
+ * written (xchg, nvf_pair_exchange.h): the traffic between the two CPUs that a two-rank
+ * allreduce cannot avoid, costed at that moment.
  *
  *   mpirun -np 4 ./nvf_allreduce_bench [--modules nvfabric,tuned,han,sm] [--min 8]
  *          [--max 67108864] [--type float|double|int] [--reps 5] [--csv FILE]
@@ -25,6 +28,7 @@
 #include <mpi.h>
 
 #include "nvf_line_probe.h"
+#include "nvf_pair_exchange.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -235,6 +239,7 @@ int main(int argc, char **argv)
     pvars_open();
     const int have_probe = nvf_line_probe_open(ctrl) == 0;
     const int probe_rounds = 2000;
+    const int have_pair = nvf_pair_exchange_open(ctrl, max_bytes) == 0;
 
     double copy_bw = memcpy_bandwidth(64u << 20);
     FILE *csv = NULL;
@@ -259,10 +264,11 @@ int main(int argc, char **argv)
                     printf(" %8.8s", mods[m].name);
             printf(" %8s %9s", "handled", "model(us)");
         }
-        printf(" | %13s\n", have_probe ? "line rtt(ns)" : "");
+        printf(" | %13s%s\n", have_probe ? "line rtt(ns)" : "", have_pair ? "  xchg(us)" : "");
         if (csv_path && (csv = fopen(csv_path, "w")) != NULL) {
             fprintf(csv, "ranks,size,count,type,module,time_us,algbw_gbs,busbw_gbs,wrong,"
-                         "handled_frac,model_us,line_rtt_ns_before,line_rtt_ns_after\n");
+                         "handled_frac,model_us,line_rtt_ns_before,line_rtt_ns_after,"
+                         "pair_exchange_us\n");
         }
     }
 
@@ -323,6 +329,7 @@ int main(int argc, char **argv)
             }
         }
         const double rtt_after = nvf_line_probe_rtt_ns(probe_rounds);
+        const double exchange_us = nvf_pair_exchange_us(bytes, 5);
         for (int m = 0; m < nmods; m++) {
             module_t *mod = &mods[m];
             /* a module Open MPI did not select (e.g. han on a single node) leaves nvfabric on
@@ -368,17 +375,22 @@ int main(int argc, char **argv)
                 printf(" %7.0f%% %9.2f", handled_frac * 100, model_us);
             }
             if (have_probe)
-                printf(" | %6.0f/%-6.0f\n", rtt_before, rtt_after);
+                printf(" | %6.0f/%-6.0f", rtt_before, rtt_after);
             else
-                printf(" | %13s\n", "-");
+                printf(" | %13s", "-");
+            if (have_pair)
+                printf(" %9.2f", exchange_us);
+            printf("\n");
             fflush(stdout);
             if (csv)
                 for (int m = 0; m < nmods; m++)
                     if (!mods[m].absent)
-                        fprintf(csv, "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f,%.0f,%.0f\n",
+                        fprintf(csv,
+                                "%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.3f,%.0f,%.0f,%.2f\n",
                                 nranks, bytes, n, bt.name, mods[m].name, mods[m].us, mods[m].algbw,
                                 mods[m].busbw, mods[m].wrong, m == nvf_index ? handled_frac : 0,
-                                m == nvf_index ? model_us : 0, rtt_before, rtt_after);
+                                m == nvf_index ? model_us : 0, rtt_before, rtt_after,
+                                have_pair ? exchange_us : -1.0);
         }
     }
     if (csv)
@@ -388,6 +400,7 @@ int main(int argc, char **argv)
     for (int m = 0; m < nmods; m++)
         MPI_Comm_free(&mods[m].comm);
     nvf_line_probe_close();
+    nvf_pair_exchange_close();
     MPI_Comm_free(&ctrl);
     if (have_pvars) {
         MPI_T_pvar_handle_free(session, &h_handled);
