@@ -405,7 +405,7 @@ bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
         /* the first call on a path, and the first after others ran for a while, pays for
          * first touches or a cold cache (the segment's large slots: 5x its cost on the 2-core
          * VM; the first 4 MiB call through the segment after seeding: 0.73 against 0.13-0.16
-         * ns per byte later, which had the single copies chosen for 30 calls at 0.2): it runs
+         * ns per byte later, which had the single copies chosen for ~45 calls at 0.2): it runs
          * once more, and that call's cost counts */
         s->stale[cls][p] = !s->confirming[cls][p];
         s->confirming[cls][p] = !s->confirming[cls][p];
