@@ -110,9 +110,10 @@ void nvf_plan_cma_window(const size_t *sizes, const double *segment_us, const do
  * median (or less than 1/NVF_PATH_SHIFT of it) make the other paths' costs stale: each is run
  * twice more, the second call's cost replacing all its samples (the first pays for a cold
  * cache), before the cheapest is chosen again (the VM's slow spells make one path 2-3x slower
- * and another hardly; exploring one call in 16 took a hundred calls to see that). The path's own median still moves only with three calls in
- * five, so that two calls that waited for descheduled peers cost the others' re-runs only. Classes:
- * around 64 KiB, 256 KiB, 1, 4 and 16 MiB (bounds halfway between, geometrically). */
+ * and another hardly; exploring one call in 16 took a hundred calls to see that). The path's own
+ * median still moves only with three calls in five, so that two calls that waited for descheduled
+ * peers cost the others' re-runs only. Classes: around 64 KiB, 256 KiB, 1, 4 and 16 MiB (bounds
+ * halfway between, geometrically). */
 typedef enum nvf_path {
     NVF_PATH_SEGMENT, /* through the segment, in blocks of shm_block_size */
     NVF_PATH_CMA,     /* by single copies */
