@@ -392,6 +392,14 @@ nvf_path_t nvf_path_pick(nvf_path_stats_t *s, int cls, unsigned allowed)
     return n == 0 ? best : others[(k / NVF_PATH_EXPLORE) % (unsigned)n];
 }
 
+/* Every sample of path p in class cls set to v (ns per byte): what a refill or a seed knows. */
+static void fill_samples(nvf_path_stats_t *s, int cls, nvf_path_t p, double v)
+{
+    for (int i = 0; i < NVF_PATH_SAMPLES; i++)
+        s->ns_per_byte[cls][p][i] = v;
+    s->shifted[cls][p] = 0;
+}
+
 bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t bytes)
 {
     if (bytes == 0 || !(us > 0))
@@ -400,8 +408,7 @@ bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
     double *samples = s->ns_per_byte[cls][p];
     const double median = nvf_path_cost(s, cls, p);
     if (median == 0 || s->stale[cls][p]) { /* nothing, or nothing current, known of it */
-        for (int i = 0; i < NVF_PATH_SAMPLES; i++)
-            samples[i] = v;
+        fill_samples(s, cls, p, v);
         /* the first call on a path, and the first after others ran for a while, pays for
          * first touches or a cold cache (the segment's large slots: 5x its cost on the 2-core
          * VM; the first 4 MiB call through the segment after seeding: 0.73 against 0.13-0.16
@@ -409,7 +416,6 @@ bool nvf_path_record(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size
          * once more, and that call's cost counts */
         s->stale[cls][p] = !s->confirming[cls][p];
         s->confirming[cls][p] = !s->confirming[cls][p];
-        s->shifted[cls][p] = 0;
         return false;
     }
     bool changed = false;
@@ -435,11 +441,9 @@ void nvf_path_seed(nvf_path_stats_t *s, int cls, nvf_path_t p, double us, size_t
 {
     if (bytes == 0 || !(us > 0))
         return;
-    for (int i = 0; i < NVF_PATH_SAMPLES; i++)
-        s->ns_per_byte[cls][p][i] = us * 1e3 / (double)bytes;
+    fill_samples(s, cls, p, us * 1e3 / (double)bytes);
     s->stale[cls][p] = true;
     s->confirming[cls][p] = false;
-    s->shifted[cls][p] = 0;
 }
 
 const char *nvf_path_name(nvf_path_t p)
